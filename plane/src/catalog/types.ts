@@ -1,0 +1,85 @@
+// The loaded catalog: the contract between catalog loading (plane/src/catalog) and everything that
+// runs it (tasks, ingest, control plane). Built specs are in the protocol's own shapes (@sluice/runtime),
+// so tasks hand them to connectors unchanged.
+import type {
+  CaptureSpec, CollectionSpec, JsonObject, JsonSchema, JsonValue, MaterializationSpec,
+} from '@sluice/runtime';
+
+export type CatalogType = 'capture' | 'collection' | 'materialization' | 'test';
+
+/** How a task's connector is run. */
+export type EndpointRef =
+  /** `connector: {image, config}`: a built-in connector as a process, or a container when an engine is configured. */
+  | { kind: 'connector'; image: string; config: JsonObject }
+  /** `local: {command, config, env}`: exec a command speaking the JSON codec. */
+  | { kind: 'local'; command: string[]; config: JsonObject; env: Record<string, string> }
+  /** `sqlite: {path}`: the embedded SQLite materialization (materialize-sqlite). */
+  | { kind: 'sqlite'; config: { path: string } };
+
+export interface CollectionDef {
+  name: string;
+  /** Built spec with key, write/read schemas, projections (with inference), partitionFields. */
+  spec: CollectionSpec;
+  /** Where it was defined: file and JSON pointer, for error messages. */
+  source: { file: string; pointer: string };
+}
+
+export interface CaptureDef {
+  name: string;
+  endpoint: EndpointRef;
+  bindings: { resource: JsonObject; target: string; disable: boolean; backfill: number }[];
+  intervalSeconds: number;
+  disabled: boolean;
+  source: { file: string; pointer: string };
+}
+
+export interface PartitionSelectorDef {
+  include: Record<string, (string | number | boolean)[]>;
+  exclude: Record<string, (string | number | boolean)[]>;
+}
+
+export interface FieldsDef {
+  recommended: boolean;
+  include: Record<string, JsonValue>;
+  exclude: string[];
+}
+
+export interface MaterializationDef {
+  name: string;
+  endpoint: EndpointRef;
+  bindings: {
+    source: string;
+    resource: JsonObject;
+    partitions: PartitionSelectorDef;
+    fields: FieldsDef;
+    disable: boolean;
+    backfill: number;
+  }[];
+  disabled: boolean;
+  source: { file: string; pointer: string };
+}
+
+export type TestStep =
+  | { ingest: { collection: string; documents: JsonObject[] } }
+  | { verify: { collection: string; documents: JsonObject[] } };
+
+export interface TestDef {
+  name: string;
+  steps: TestStep[];
+  source: { file: string; pointer: string };
+}
+
+export interface Catalog {
+  /** Absolute path of the root catalog file. */
+  file: string;
+  collections: Map<string, CollectionDef>;
+  captures: Map<string, CaptureDef>;
+  materializations: Map<string, MaterializationDef>;
+  tests: Map<string, TestDef>;
+}
+
+/** The protocol specs a task is opened with, once built (field selection needs the connector's validate). */
+export interface BuiltCapture { def: CaptureDef; spec: CaptureSpec }
+export interface BuiltMaterialization { def: MaterializationDef; spec: MaterializationSpec }
+
+export type { JsonSchema };

@@ -1,0 +1,62 @@
+// What the data plane reports to the control plane. Tasks, ingest and publications call these;
+// the control store (plane/src/control) persists them in SQLite and the status API
+// (plane/src/api) computes StatusResponse items from them. All timestamps are Date.
+import type { JsonObject } from '@sluice/runtime';
+import type { CatalogType } from '../catalog/types.ts';
+
+export type JobStatusType =
+  | 'queued' | 'buildFailed' | 'testFailed' | 'publishFailed' | 'success' | 'emptyDraft'
+  | 'expectPubIdMismatch' | 'buildIdLockFailure' | 'deprecatedBackground';
+
+export interface PublishedSpec {
+  catalogName: string;
+  specType: CatalogType;
+  /** The spec as published (its JSON), used to tell a modifying publication from a touch. */
+  spec: JsonObject;
+  /** Names this spec reads from or writes to (collections of a task, tasks of a collection). */
+  connected: string[];
+  disabled: boolean;
+}
+
+export interface PublicationOutcome {
+  pubId: string;
+  /** Build id of every spec in the publication, by catalog name. */
+  buildIds: Map<string, string>;
+}
+
+export interface ShardFailureInput {
+  message: string;
+  fields?: JsonObject;
+  ts: Date;
+  /** When failed shards will be re-activated; undefined when not retrying. */
+  nextRetry?: Date;
+}
+
+export interface TaskMetricsInput {
+  binding: string;
+  docsRead?: number;
+  bytesRead?: number;
+  docsWritten?: number;
+  bytesWritten?: number;
+  ts: Date;
+}
+
+export interface ControlRecorder {
+  /** Records one publication of these specs (a (re)load of the catalog); assigns the ids. */
+  publish(input: {
+    specs: PublishedSpec[];
+    detail: string;
+    result: JobStatusType;
+    errors?: { detail: string; catalog_name?: string; scope?: string }[];
+  }): PublicationOutcome;
+  /** A task's shard was (re)started with this build. */
+  activated(catalogName: string, buildId: string, at: Date): void;
+  shardStatus(catalogName: string, status: 'Ok' | 'Pending' | 'Failed', at: Date): void;
+  shardFailure(catalogName: string, failure: ShardFailureInput): void;
+  /** A `connectorStatus` event from the connector's logs. */
+  connectorStatus(catalogName: string, status: { message: string; fields?: JsonObject; ts: Date; buildId: string }): void;
+  /** Result of a controller run for this spec (null error = success). */
+  controllerRun(catalogName: string, result: { error: string | null; nextRun: Date | null; at: Date }): void;
+  testResult(catalogName: string, result: { passing: boolean; error?: string; at: Date }): void;
+  taskMetrics(catalogName: string, metrics: TaskMetricsInput): void;
+}

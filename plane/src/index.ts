@@ -1,0 +1,2 @@
+export type * from './catalog/types.ts';
+export type * from './control/recorder.ts';
