@@ -1,0 +1,271 @@
+// Collections as append-only journals in one SQLite database (node:sqlite, WAL) under the data dir.
+// Each document is one JSON line; a journal's offsets are the running sum of the bytes written
+// (line + "\n"), as in Gazette. One commit, spanning any number of journals plus task state, is one
+// database transaction (BEGIN IMMEDIATE … COMMIT), so readers never see part of a commit.
+//
+// The coordination header returned with a commit ("SQLite" in ingest responses) is derived as:
+//   cluster_id  a random uint64 chosen when the store file is created (persisted)
+//   member_id   a random uint64 chosen each time a process opens the store
+//   revision    the count of commits ever made to the store (persisted, +1 per commit)
+//   raft_term   the count of times the store has been opened (persisted, +1 per open)
+import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import type { JsonValue } from '@sluice/runtime';
+import type { PartitionLabels } from './names.ts';
+
+export interface StoreHeader {
+  cluster_id: bigint;
+  member_id: bigint;
+  revision: number;
+  raft_term: number;
+}
+
+export interface JournalInfo {
+  name: string;
+  collection: string;
+  labels: PartitionLabels;
+  head: number;
+}
+
+export interface JournalDoc {
+  /** Byte offset where this document's line begins. */
+  begin: number;
+  /** Byte offset just past this document's line (the next document's begin). */
+  end: number;
+  /** The document's JSON text. */
+  json: string;
+}
+
+export interface CommitResult {
+  /** New head of every journal written by this commit. */
+  offsets: Record<string, number>;
+  header: StoreHeader;
+}
+
+/** Writes staged inside one commit. */
+export interface JournalTx {
+  /** Appends one document (its JSON text, no trailing newline); returns the journal's new head. */
+  append(journal: string, collection: string, labels: PartitionLabels, json: string): number;
+  /** Sets (or, with undefined, deletes) a state value under `key`, atomically with the appends. */
+  setState(key: string, value: JsonValue | undefined): void;
+}
+
+interface JournalRow { id: number; head: number }
+
+export class JournalStore {
+  readonly file: string;
+  readonly #db: DatabaseSync;
+  readonly #events = new EventEmitter();
+  readonly #memberId = randomBytes(8).readBigUInt64BE();
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertDoc' | 'readDocs' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  #closed = false;
+
+  private constructor(file: string, options: { synchronous: 'FULL' | 'NORMAL' }) {
+    this.file = file;
+    this.#db = new DatabaseSync(file, { timeout: 10_000 });
+    this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.synchronous}; PRAGMA foreign_keys = ON;`);
+    this.#db.exec(`
+      CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS journals (
+        id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, collection TEXT NOT NULL,
+        labels TEXT NOT NULL, head INTEGER NOT NULL DEFAULT 0);
+      CREATE INDEX IF NOT EXISTS journals_by_collection ON journals (collection);
+      CREATE TABLE IF NOT EXISTS docs (
+        journal INTEGER NOT NULL REFERENCES journals (id), begin_offset INTEGER NOT NULL,
+        end_offset INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (journal, begin_offset)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+    `);
+    const s = (sql: string) => this.#db.prepare(sql);
+    this.#stmts = {
+      journalByName: s('SELECT id, head FROM journals WHERE name = ?'),
+      insertJournal: s('INSERT INTO journals (name, collection, labels, head) VALUES (?, ?, ?, 0) RETURNING id'),
+      setHead: s('UPDATE journals SET head = ? WHERE id = ?'),
+      insertDoc: s('INSERT INTO docs (journal, begin_offset, end_offset, doc) VALUES (?, ?, ?, ?)'),
+      readDocs: s(`SELECT d.begin_offset AS b, d.end_offset AS e, d.doc AS j FROM docs d JOIN journals j ON j.id = d.journal
+                   WHERE j.name = ? AND d.begin_offset >= ? ORDER BY d.begin_offset LIMIT ?`),
+      getState: s('SELECT value FROM states WHERE key = ?'),
+      setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
+      deleteState: s('DELETE FROM states WHERE key = ?'),
+      getMeta: s('SELECT value FROM meta WHERE key = ?'),
+      setMeta: s('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
+      listJournals: s('SELECT name, collection, labels, head FROM journals ORDER BY name'),
+      headOf: s('SELECT head FROM journals WHERE name = ?'),
+    };
+    this.#write(() => {
+      if (this.#meta('cluster_id') === undefined) this.#setMeta('cluster_id', randomBytes(8).readBigUInt64BE().toString());
+      this.#setMeta('raft_term', String(Number(this.#meta('raft_term') ?? '0') + 1));
+      if (this.#meta('revision') === undefined) this.#setMeta('revision', '0');
+    });
+    this.#events.setMaxListeners(0);
+  }
+
+  /** Opens (creating if needed) `<dataDir>/journals.db`. */
+  static open(dataDir: string, options: { synchronous?: 'FULL' | 'NORMAL' } = {}): JournalStore {
+    mkdirSync(dataDir, { recursive: true });
+    return new JournalStore(join(dataDir, 'journals.db'), { synchronous: options.synchronous ?? 'FULL' });
+  }
+
+  header(): StoreHeader {
+    return {
+      cluster_id: BigInt(this.#meta('cluster_id') ?? '0'),
+      member_id: this.#memberId,
+      revision: Number(this.#meta('revision') ?? '0'),
+      raft_term: Number(this.#meta('raft_term') ?? '0'),
+    };
+  }
+
+  /**
+   * Runs `fn` inside one database transaction and commits everything it staged, or nothing if it
+   * throws. Synchronous by design: a commit never interleaves with another in this process.
+   */
+  commit(fn: (tx: JournalTx) => void): CommitResult {
+    this.#assertOpen();
+    const touched = new Map<string, JournalRow>();
+    const result = this.#write(() => {
+      const tx: JournalTx = {
+        append: (journal, collection, labels, json) => {
+          let row = touched.get(journal);
+          if (row === undefined) {
+            const found = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
+            row = found ?? { id: Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id), head: 0 };
+            touched.set(journal, row);
+          }
+          const end = row.head + Buffer.byteLength(json, 'utf8') + 1;
+          this.#stmts.insertDoc.run(row.id, row.head, end, json);
+          row.head = end;
+          return end;
+        },
+        setState: (key, value) => {
+          if (value === undefined) this.#stmts.deleteState.run(key);
+          else this.#stmts.setState.run(key, JSON.stringify(value));
+        },
+      };
+      fn(tx);
+      const offsets: Record<string, number> = {};
+      for (const [name, row] of touched) {
+        this.#stmts.setHead.run(row.head, row.id);
+        offsets[name] = row.head;
+      }
+      const revision = Number(this.#meta('revision') ?? '0') + 1;
+      this.#setMeta('revision', String(revision));
+      return offsets;
+    });
+    const header = this.header();
+    if (touched.size > 0) this.#events.emit('commit', Object.keys(result));
+    return { offsets: result, header };
+  }
+
+  /** The committed head of a journal (0 if it was never written). */
+  head(journal: string): number {
+    this.#assertOpen();
+    const row = this.#stmts.headOf.get(journal) as { head: number } | undefined;
+    return row?.head ?? 0;
+  }
+
+  /** All journals, optionally of one collection. */
+  journals(collection?: string): JournalInfo[] {
+    this.#assertOpen();
+    const rows = this.#stmts.listJournals.all() as { name: string; collection: string; labels: string; head: number }[];
+    return rows
+      .filter((r) => collection === undefined || r.collection === collection)
+      .map((r) => ({ name: r.name, collection: r.collection, labels: JSON.parse(r.labels) as PartitionLabels, head: r.head }));
+  }
+
+  /** Up to `limit` committed documents of `journal` starting at byte offset `from`. */
+  read(journal: string, from: number, limit = 1000): JournalDoc[] {
+    this.#assertOpen();
+    const rows = this.#stmts.readDocs.all(journal, from, limit) as { b: number; e: number; j: string }[];
+    return rows.map((r) => ({ begin: r.b, end: r.e, json: r.j }));
+  }
+
+  /**
+   * Follows a journal from `from`: yields committed documents as they are written, until `signal`
+   * aborts. Wakes on commits of this process and polls for other processes' commits.
+   */
+  async *follow(journal: string, from: number, signal: AbortSignal, pollMs = 250): AsyncGenerator<JournalDoc> {
+    let offset = from;
+    while (!signal.aborted) {
+      const docs = this.read(journal, offset, 1000);
+      for (const d of docs) {
+        yield d;
+        offset = d.end;
+      }
+      if (docs.length === 1000) continue;
+      await this.waitForCommit(signal, pollMs);
+    }
+  }
+
+  /** Resolves on the next commit of this process, after `pollMs`, or when `signal` aborts. */
+  waitForCommit(signal: AbortSignal, pollMs = 250): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal.aborted) {
+        resolve();
+        return;
+      }
+      const done = () => {
+        clearTimeout(timer);
+        this.#events.off('commit', done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, pollMs);
+      this.#events.on('commit', done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Listens to this process's commits (journal names written). */
+  onCommit(listener: (journals: string[]) => void): () => void {
+    this.#events.on('commit', listener);
+    return () => this.#events.off('commit', listener);
+  }
+
+  getState(key: string): JsonValue | undefined {
+    this.#assertOpen();
+    const row = this.#stmts.getState.get(key) as { value: string } | undefined;
+    return row === undefined ? undefined : (JSON.parse(row.value) as JsonValue);
+  }
+
+  /** Sets a state value in its own commit. */
+  setState(key: string, value: JsonValue | undefined): void {
+    this.commit((tx) => tx.setState(key, value));
+  }
+
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  #assertOpen(): void {
+    if (this.#closed) throw new Error(`journal store ${this.file} is closed`);
+  }
+
+  #meta(key: string): string | undefined {
+    return (this.#stmts.getMeta.get(key) as { value: string } | undefined)?.value;
+  }
+
+  #setMeta(key: string, value: string): void {
+    this.#stmts.setMeta.run(key, value);
+  }
+
+  #write<T>(fn: () => T): T {
+    this.#db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = fn();
+      this.#db.exec('COMMIT');
+      return out;
+    } catch (err) {
+      this.#db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+}
+
+/** JSON text of a commit header with the uint64 ids written as exact integers (they exceed 2^53). */
+export function headerJson(header: StoreHeader): string {
+  return `{"cluster_id":${header.cluster_id},"member_id":${header.member_id},"revision":${header.revision},"raft_term":${header.raft_term}}`;
+}

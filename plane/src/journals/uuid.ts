@@ -1,0 +1,43 @@
+// Document UUIDs as Flow writes them at `/_meta/uuid`: RFC 4122 version 1, whose 60-bit timestamp
+// (100 ns ticks since 1582-10-15) is the publication time and whose node is the producer id. Clocks
+// are strictly increasing per producer, so UUIDs of one producer sort by time. `flow_published_at`
+// is derived from the timestamp.
+import { randomBytes } from 'node:crypto';
+
+/** 100 ns ticks between 1582-10-15 and 1970-01-01. */
+const GREGORIAN_OFFSET = 122192928000000000n;
+
+export class UuidProducer {
+  readonly producer: Uint8Array;
+  #last = 0n;
+
+  constructor(producer?: Uint8Array) {
+    const p = producer ?? randomBytes(6);
+    if (p.length !== 6) throw new RangeError('a producer id is 6 bytes');
+    // Flow marks producer ids as multicast addresses so they never collide with a real MAC.
+    p[0] = (p[0] ?? 0) | 0x01;
+    this.producer = p;
+  }
+
+  /** A new UUID whose clock is after every earlier one of this producer. */
+  next(now: number = Date.now()): string {
+    let ticks = BigInt(now) * 10000n + GREGORIAN_OFFSET;
+    if (ticks <= this.#last) ticks = this.#last + 1n;
+    this.#last = ticks;
+    const timeLow = ticks & 0xffffffffn;
+    const timeMid = (ticks >> 32n) & 0xffffn;
+    const timeHi = ((ticks >> 48n) & 0x0fffn) | 0x1000n;
+    const hex = (v: bigint, n: number) => v.toString(16).padStart(n, '0');
+    const node = Buffer.from(this.producer).toString('hex');
+    // Clock sequence holds Flow's flags; 0x8000 is the RFC 4122 variant with no flags set.
+    return `${hex(timeLow, 8)}-${hex(timeMid, 4)}-${hex(timeHi, 4)}-8000-${node}`;
+  }
+}
+
+/** The publication time of a version-1 UUID, or undefined if it is not one. */
+export function uuidTime(uuid: string): Date | undefined {
+  const m = /^([0-9a-f]{8})-([0-9a-f]{4})-1([0-9a-f]{3})-[0-9a-f]{4}-[0-9a-f]{12}$/i.exec(uuid);
+  if (!m) return undefined;
+  const ticks = (BigInt(`0x${m[3]}`) << 48n) | (BigInt(`0x${m[2]}`) << 32n) | BigInt(`0x${m[1]}`);
+  return new Date(Number((ticks - GREGORIAN_OFFSET) / 10000n));
+}

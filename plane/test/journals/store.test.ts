@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { JournalStore, headerJson } from '../../src/journals/store.ts';
+import { journalName, encodePartitionValue, decodePartitionValue } from '../../src/journals/names.ts';
+import { UuidProducer, uuidTime } from '../../src/journals/uuid.ts';
+import { tempDir } from './helpers.ts';
+
+test('journal names: unpartitioned, partitioned with sorted labels, encoded values', () => {
+  assert.equal(journalName('acmeCo/rides', {}), 'acmeCo/rides/pivot=00');
+  assert.equal(journalName('a/b', { region: 'EU', day: '3' }), 'a/b/day=3/region=EU/pivot=00');
+  assert.equal(encodePartitionValue('a b/ü'), 'a%20b%2F%C3%BC');
+  assert.equal(encodePartitionValue(true), '%_true');
+  assert.equal(encodePartitionValue(null), '%_null');
+  assert.equal(encodePartitionValue(-12), '-12');
+  assert.equal(decodePartitionValue('a%20b%2F%C3%BC'), 'a b/ü');
+  assert.throws(() => encodePartitionValue({} as never), /must be a scalar/);
+});
+
+test('offsets are the running sum of bytes written, per journal', (t) => {
+  const store = JournalStore.open(tempDir(t));
+  t.after(() => store.close());
+  const r1 = store.commit((tx) => {
+    tx.append('c/pivot=00', 'c', {}, '{"a":1}'); // 8 bytes with newline
+    tx.append('c/pivot=00', 'c', {}, '{"a":"é"}'); // 11 bytes (é is 2 bytes) + newline = 12
+    tx.append('d/pivot=00', 'd', {}, '{}');
+  });
+  assert.deepEqual(r1.offsets, { 'c/pivot=00': 19, 'd/pivot=00': 3 });
+  const r2 = store.commit((tx) => { tx.append('c/pivot=00', 'c', {}, '[]'); });
+  assert.deepEqual(r2.offsets, { 'c/pivot=00': 22 });
+  assert.equal(r2.header.revision, r1.header.revision + 1);
+  assert.deepEqual(store.read('c/pivot=00', 0).map((d) => [d.begin, d.end, d.json]), [[0, 8, '{"a":1}'], [8, 19, '{"a":"é"}'], [19, 22, '[]']]);
+  assert.deepEqual(store.read('c/pivot=00', 8, 1).map((d) => d.begin), [8]);
+  assert.equal(store.head('c/pivot=00'), 22);
+  assert.equal(store.head('nope/pivot=00'), 0);
+  assert.deepEqual(store.journals('d'), [{ name: 'd/pivot=00', collection: 'd', labels: {}, head: 3 }]);
+});
+
+test('a commit that throws writes nothing, including state', (t) => {
+  const store = JournalStore.open(tempDir(t));
+  t.after(() => store.close());
+  store.commit((tx) => tx.append('c/pivot=00', 'c', {}, '1'));
+  assert.throws(() => store.commit((tx) => {
+    tx.append('c/pivot=00', 'c', {}, '2');
+    tx.append('e/pivot=00', 'e', {}, '3');
+    tx.setState('capture/x', { cursor: 1 });
+    throw new Error('boom');
+  }), /boom/);
+  assert.equal(store.head('c/pivot=00'), 2);
+  assert.deepEqual(store.journals().map((j) => j.name), ['c/pivot=00']);
+  assert.equal(store.getState('capture/x'), undefined);
+});
+
+test('state and header survive reopening; raft_term counts opens; cluster id is stable', (t) => {
+  const dir = tempDir(t);
+  const a = JournalStore.open(dir);
+  a.commit((tx) => { tx.append('c/pivot=00', 'c', {}, '1'); tx.setState('k', { v: [1] }); });
+  const h1 = a.header();
+  a.close();
+  const b = JournalStore.open(dir);
+  t.after(() => b.close());
+  const h2 = b.header();
+  assert.equal(h2.cluster_id, h1.cluster_id);
+  assert.notEqual(h2.member_id, h1.member_id);
+  assert.equal(h2.raft_term, h1.raft_term + 1);
+  assert.equal(h2.revision, h1.revision);
+  assert.deepEqual(b.getState('k'), { v: [1] });
+  assert.match(headerJson(h2), /^\{"cluster_id":\d+,"member_id":\d+,"revision":\d+,"raft_term":\d+\}$/);
+  b.setState('k', undefined);
+  assert.equal(b.getState('k'), undefined);
+});
+
+test('follow yields committed documents as they arrive and stops on abort', async (t) => {
+  const store = JournalStore.open(tempDir(t));
+  t.after(() => store.close());
+  store.commit((tx) => tx.append('c/pivot=00', 'c', {}, '"a"'));
+  const ac = new AbortController();
+  const seen: string[] = [];
+  const reader = (async () => {
+    for await (const d of store.follow('c/pivot=00', 0, ac.signal, 5000)) {
+      seen.push(d.json);
+      if (seen.length === 3) ac.abort();
+    }
+  })();
+  await new Promise((r) => setImmediate(r));
+  store.commit((tx) => { tx.append('c/pivot=00', 'c', {}, '"b"'); tx.append('c/pivot=00', 'c', {}, '"c"'); });
+  await reader;
+  assert.deepEqual(seen, ['"a"', '"b"', '"c"']);
+});
+
+test('uuids are version 1, strictly increasing per producer, and carry their time', () => {
+  const p = new UuidProducer(new Uint8Array([2, 0, 0, 0, 0, 1]));
+  const a = p.next(1_700_000_000_000);
+  const b = p.next(1_700_000_000_000);
+  assert.match(a, /^[0-9a-f]{8}-[0-9a-f]{4}-1[0-9a-f]{3}-8000-030000000001$/);
+  assert.notEqual(a, b);
+  assert.equal(uuidTime(a)?.toISOString(), '2023-11-14T22:13:20.000Z');
+  assert.equal(uuidTime('not-a-uuid'), undefined);
+});
