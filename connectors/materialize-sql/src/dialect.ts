@@ -70,7 +70,8 @@ export interface StatementTemplates {
    * A query describing one table. It must return zero rows when the table does not exist, else one row per
    * column with these result columns (NULL where the database has no such notion): `column_name`,
    * `data_type` (base type, any case), `is_nullable` ('YES'|'NO'), `character_maximum_length`,
-   * `numeric_precision`, `numeric_scale`, `datetime_precision`, `collation_name`, `is_primary_key` (0|1).
+   * `numeric_precision`, `numeric_scale`, `datetime_precision`, `collation_name`, `is_primary_key` (0 = not in
+   * the primary key, else the 1-based position in it).
    */
   describeTable(path: string[]): string;
 
@@ -82,8 +83,9 @@ export interface StatementTemplates {
   /** Empty the load temp table after each flush. */
   truncateLoad(table: Table): string;
   /**
-   * One query over every standard binding with a document column, returning rows `(binding, document)`
-   * for the staged keys that exist in the target (one arm per table joined with UNION ALL).
+   * One query over every standard binding with a document column, returning rows with the columns
+   * `binding` (the binding index) and `doc` (the stored document's JSON text) for the staged keys that
+   * exist in the target (one arm per table joined with UNION ALL).
    * Returns undefined when no table can be loaded from.
    */
   loadQuery(tables: Table[]): string | undefined;

@@ -1,4 +1,6 @@
 // @sluice/materialize-sql: the shared SQL materialization core (library, no bin).
+// A SQL connector supplies a Dialect (pure SQL rendering), a Client (I/O) and a SqlEndpoint (config → paths,
+// options); sqlMaterializeConnector() turns them into a MaterializeConnector for serveMaterialize().
 export type * from './dialect.ts';
 export { makeQuoter, stringLiteral } from './dialect.ts';
 export type * from './client.ts';
@@ -6,3 +8,15 @@ export { inTransaction } from './client.ts';
 export type * from './table.ts';
 export { buildColumn, buildTable, flatTypeOf, isNullable, parseExistingColumns } from './table.ts';
 export * from './errors.ts';
+export { chooseDocumentField, isRootProjection, validateBinding } from './validate.ts';
+export type { ValidateBindingInput } from './validate.ts';
+export { selectFields } from './field-selection.ts';
+export type { FieldsConfig, SelectFieldsOptions } from './field-selection.ts';
+export { describeTable, planApply, planTable, runApply } from './apply.ts';
+export type { ApplyBinding, ApplyPlanInput } from './apply.ts';
+export { commitCheckpoint, installFence } from './fence.ts';
+export type { Fence, FenceSpec } from './fence.ts';
+export { FLOW_DELETE_COLUMN, SqlTransactor } from './transactor.ts';
+export type { SqlTransactorOptions } from './transactor.ts';
+export { sqlMaterializeConnector } from './materialization.ts';
+export type { SqlEndpoint } from './materialization.ts';

@@ -68,7 +68,8 @@ export interface ExistingColumn {
   numericScale: number | null;
   datetimePrecision: number | null;
   collation: string | null;
-  primaryKey: boolean;
+  /** 0 when not part of the primary key, else the column's 1-based position in it. */
+  primaryKey: number;
 }
 
 export interface ExistingTable {
@@ -174,6 +175,6 @@ export function parseExistingColumns(rows: Record<string, unknown>[]): ExistingC
     numericScale: num(r.numeric_scale),
     datetimePrecision: num(r.datetime_precision),
     collation: r.collation_name === null || r.collation_name === undefined ? null : String(r.collation_name),
-    primaryKey: Number(r.is_primary_key ?? 0) > 0,
+    primaryKey: Number(r.is_primary_key ?? 0),
   }));
 }

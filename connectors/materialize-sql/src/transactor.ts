@@ -1,0 +1,249 @@
+// The SQL transactor: loads batched into one join per flush; stores batched into one database transaction
+// that also writes the runtime checkpoint under the fence (exactly once).
+import type { DecodedLoad, DecodedStore, JsonObject, RuntimeCheckpoint, Transactor } from '@sluice/runtime';
+import type { BulkTarget, Connection, PreparedStatement, SqlParam } from './client.ts';
+import type { Dialect } from './dialect.ts';
+import type { Column, Table } from './table.ts';
+import type { Fence } from './fence.ts';
+import { commitCheckpoint } from './fence.ts';
+import { SqlError } from './errors.ts';
+
+export interface SqlTransactorOptions {
+  dialect: Dialect;
+  /** Session for loads (holds the load temp tables). */
+  loadConn: Connection;
+  /** Session for stores and commits (holds the store temp tables, if staged). */
+  storeConn: Connection;
+  /** Tables by binding index. */
+  tables: Table[];
+  fence: Fence;
+  /** Delete rows of deletion documents (standard tables) instead of storing them. */
+  hardDelete: boolean;
+  /** Rows buffered per binding before a bulk insert (bounds memory). */
+  batchRows?: number;
+}
+
+function bulkTarget(t: { name: string; identifier: string }, columns: Column[], extra: BulkTarget['columns'] = []): BulkTarget {
+  return {
+    name: t.name,
+    identifier: t.identifier,
+    columns: [...columns.map((c) => ({ name: c.field, identifier: c.identifier, ddl: c.mapped.ddl, nullable: c.nullable })), ...extra],
+  };
+}
+
+/** The `_flow_delete` flag column of staged store tables. */
+export const FLOW_DELETE_COLUMN = '_flow_delete';
+
+interface StagedState { rows: SqlParam[][]; hasData: boolean; needsMerge: boolean }
+
+export class SqlTransactor implements Transactor {
+  readonly #o: SqlTransactorOptions;
+  readonly #batch: number;
+  #inTxn = false;
+  #prepared = new Map<string, PreparedStatement>();
+  #staged = new Map<number, StagedState>();
+  #loadTablesCreated = false;
+  #storeTablesCreated = false;
+  #loadSql: string | undefined;
+
+  constructor(options: SqlTransactorOptions) {
+    this.#o = options;
+    this.#batch = options.batchRows ?? 10_000;
+    this.#loadSql = options.dialect.templates.loadQuery(options.tables.filter((t) => !t.deltaUpdates && t.document !== undefined));
+  }
+
+  #table(binding: number): Table {
+    const t = this.#o.tables[binding];
+    if (t === undefined) throw new SqlError(`binding ${binding} is out of range (${this.#o.tables.length} bindings)`);
+    return t;
+  }
+
+  #params(columns: Column[], values: unknown[], what: string, t: Table): SqlParam[] {
+    const out: SqlParam[] = new Array(columns.length);
+    for (let i = 0; i < columns.length; i++) {
+      const c = columns[i]!;
+      try {
+        out[i] = c.mapped.toParam(values[i] as never);
+      } catch (cause) {
+        throw new SqlError(`${t.path.join('.')}: cannot write ${what} field '${c.field}' (${c.mapped.ddl}): ${(cause as Error).message}`, { cause });
+      }
+    }
+    return out;
+  }
+
+  #rowOf(t: Table, s: DecodedStore): SqlParam[] {
+    const key = this.#params(t.keys, s.key, 'key', t);
+    const values = this.#params(t.values, s.values, 'value', t);
+    const row = key.concat(values);
+    if (t.document !== undefined) {
+      if (s.doc === undefined) throw new SqlError(`${t.path.join('.')}: a store has no document although the document field '${t.document.field}' is selected`);
+      row.push(t.document.mapped.toParam(s.doc));
+    }
+    return row;
+  }
+
+  async load(loads: AsyncIterable<DecodedLoad>, loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
+    const { dialect, loadConn } = this.#o;
+    const tpl = dialect.templates;
+    const buffers = new Map<number, SqlParam[][]>();
+    let any = false;
+    const flushKeys = async (binding: number, rows: SqlParam[][]) => {
+      const t = this.#table(binding);
+      await loadConn.bulkInsert(bulkTarget(tpl.loadTable(t), t.keys), rows);
+      rows.length = 0;
+    };
+    let begun = false;
+    try {
+      for await (const l of loads) {
+        const t = this.#table(l.binding);
+        if (t.deltaUpdates || t.document === undefined) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
+        if (!begun) {
+          await this.#ensureLoadTables();
+          await loadConn.begin();
+          begun = true;
+        }
+        any = true;
+        let buf = buffers.get(l.binding);
+        if (buf === undefined) buffers.set(l.binding, (buf = []));
+        buf.push(this.#params(t.keys, l.key, 'key', t));
+        if (buf.length >= this.#batch) await flushKeys(l.binding, buf);
+      }
+      if (!any) return;
+      for (const [b, rows] of buffers) if (rows.length > 0) await flushKeys(b, rows);
+      if (this.#loadSql !== undefined) {
+        for await (const row of loadConn.queryRows(this.#loadSql)) {
+          const binding = Number(row.binding);
+          const text = row.doc;
+          const doc: unknown = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8'));
+          await loaded(binding, doc as JsonObject);
+        }
+      }
+      for (const b of buffers.keys()) await loadConn.exec(tpl.truncateLoad(this.#table(b)));
+      await loadConn.commit();
+      begun = false;
+    } finally {
+      if (begun) await loadConn.rollback().catch(() => undefined);
+    }
+  }
+
+  async #ensureLoadTables(): Promise<void> {
+    if (this.#loadTablesCreated) return;
+    for (const t of this.#o.tables) {
+      if (!t.deltaUpdates && t.document !== undefined) await this.#o.loadConn.exec(this.#o.dialect.templates.createLoadTable(t));
+    }
+    this.#loadTablesCreated = true;
+  }
+
+  async #ensureStoreTables(): Promise<void> {
+    if (this.#storeTablesCreated) return;
+    const tpl = this.#o.dialect.templates;
+    if (tpl.createStoreTable === undefined) throw new SqlError(`dialect ${this.#o.dialect.name} has a staged store flow but no createStoreTable template`);
+    for (const t of this.#o.tables) await this.#o.storeConn.exec(tpl.createStoreTable(t));
+    this.#storeTablesCreated = true;
+  }
+
+  #prepare(sql: string | undefined, what: string): PreparedStatement {
+    if (sql === undefined) throw new SqlError(`dialect ${this.#o.dialect.name} has a direct store flow but no ${what} template`);
+    let p = this.#prepared.get(sql);
+    if (p === undefined) this.#prepared.set(sql, (p = this.#o.storeConn.prepare(sql)));
+    return p;
+  }
+
+  async #begin(): Promise<void> {
+    if (this.#inTxn) return;
+    if (this.#o.dialect.storeFlow === 'staged') await this.#ensureStoreTables();
+    await this.#o.storeConn.begin();
+    this.#inTxn = true;
+  }
+
+  async store(stores: AsyncIterable<DecodedStore>): Promise<void> {
+    await this.#begin();
+    if (this.#o.dialect.storeFlow === 'staged') return this.#storeStaged(stores);
+    const tpl = this.#o.dialect.templates;
+    const hardDelete = this.#o.hardDelete;
+    // Per binding: [insert-or-upsert, delete] statements, prepared once per session.
+    const stmts: ({ write: PreparedStatement; del: PreparedStatement | undefined } | undefined)[] = [];
+    for await (const s of stores) {
+      let st = stmts[s.binding];
+      const t = this.#table(s.binding);
+      if (st === undefined) {
+        const write = t.deltaUpdates ? this.#prepare(tpl.storeInsert?.(t), 'storeInsert') : this.#prepare(tpl.storeUpsert?.(t), 'storeUpsert');
+        const del = !t.deltaUpdates && hardDelete ? this.#prepare(tpl.storeDelete?.(t), 'storeDelete') : undefined;
+        stmts[s.binding] = st = { write, del };
+      }
+      if (s.delete && st.del !== undefined) {
+        // A deletion of a key never stored has nothing to delete.
+        if (s.exists) {
+          const r = st.del.run(this.#params(t.keys, s.key, 'key', t));
+          if (typeof r !== 'number') await r;
+        }
+        continue;
+      }
+      const r = st.write.run(this.#rowOf(t, s));
+      if (typeof r !== 'number') await r;
+    }
+  }
+
+  async #storeStaged(stores: AsyncIterable<DecodedStore>): Promise<void> {
+    const tpl = this.#o.dialect.templates;
+    const hardDelete = this.#o.hardDelete;
+    const flushRows = async (t: Table, state: StagedState) => {
+      if (state.rows.length === 0) return;
+      const target = bulkTarget(tpl.storeTable!(t), t.columns, [{ name: FLOW_DELETE_COLUMN, identifier: this.#o.dialect.quoteIdentifier(FLOW_DELETE_COLUMN), ddl: 'boolean', nullable: false }]);
+      await this.#o.storeConn.bulkInsert(target, state.rows);
+      state.rows = [];
+    };
+    for await (const s of stores) {
+      const t = this.#table(s.binding);
+      const del = hardDelete && !t.deltaUpdates && s.delete;
+      if (del && !s.exists) continue;
+      let state = this.#staged.get(s.binding);
+      if (state === undefined) this.#staged.set(s.binding, (state = { rows: [], hasData: false, needsMerge: false }));
+      const row = this.#rowOf(t, s);
+      row.push(del);
+      state.rows.push(row);
+      state.hasData = true;
+      if (s.exists || del) state.needsMerge = true;
+      if (state.rows.length >= this.#batch) await flushRows(t, state);
+    }
+    for (const [b, state] of this.#staged) await flushRows(this.#table(b), state);
+  }
+
+  async startCommit(runtimeCheckpoint: RuntimeCheckpoint): Promise<void> {
+    await this.#begin();
+    const { storeConn, dialect, fence } = this.#o;
+    const tpl = dialect.templates;
+    try {
+      if (dialect.storeFlow === 'staged') {
+        for (const [b, state] of this.#staged) {
+          if (!state.hasData) continue;
+          const t = this.#table(b);
+          const sql = state.needsMerge && !t.deltaUpdates ? tpl.mergeFromStore?.(t) : tpl.copyFromStore?.(t);
+          if (sql === undefined) throw new SqlError(`dialect ${dialect.name} lacks the merge/copy template for its staged store flow`);
+          await storeConn.exec(sql);
+          await storeConn.exec(tpl.truncateStore!(t));
+        }
+        this.#staged.clear();
+      }
+      await commitCheckpoint(storeConn, dialect, fence, runtimeCheckpoint);
+      await storeConn.commit();
+      this.#inTxn = false;
+    } catch (err) {
+      this.#inTxn = false;
+      this.#staged.clear();
+      await storeConn.rollback().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Commits are synchronous in startCommit: nothing is left to complete. */
+  async acknowledge(): Promise<void> {}
+
+  async close(): Promise<void> {
+    const { loadConn, storeConn } = this.#o;
+    if (this.#inTxn) await storeConn.rollback().catch(() => undefined);
+    this.#inTxn = false;
+    await loadConn.close();
+    if (storeConn !== loadConn) await storeConn.close();
+  }
+}
