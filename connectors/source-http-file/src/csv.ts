@@ -1,0 +1,436 @@
+// CSV: a pure incremental tokenizer (text in → rows out, across any chunk boundary), dialect detection
+// over a sample, and the record layer (headers, null values, timestamps, errorThreshold).
+// Behaviour follows the upstream parser (reference §4.5, §4.6): quotes are recognised only at the start
+// of a field, a doubled quote is a literal quote, blank lines are skipped, CRLF mode accepts \r, \n and
+// \r\n, values are strings or null, short rows omit keys and long rows are errors.
+import type { JsonObject } from '@sluice/runtime';
+import type { CsvConfig } from './schema.ts';
+import type { DatetimeNormalizer } from './datetime.ts';
+import { ConfigError, DecodeError, ErrorThresholdError } from './errors.ts';
+
+export interface CsvDialect {
+  delimiter: string;
+  /** '' = quoting disabled. */
+  quote: string;
+  /** '' = no escape character. */
+  escape: string;
+  /** 'crlf' = \r, \n or \r\n; otherwise a single terminator character. */
+  lineEnding: 'crlf' | string;
+}
+
+export interface CsvRow {
+  fields: string[];
+  /** 1-based line where the row starts. */
+  line: number;
+  /** UTF-8 byte offset of the row start within the decoded text. */
+  byteOffset: number;
+}
+
+const LF = 10;
+const CR = 13;
+
+/** Upper bound on one row, so a missing closing quote cannot grow memory without limit. */
+export const MAX_ROW_CHARS = 64 * 1024 * 1024;
+
+/**
+ * Text in → rows out. Holds at most one incomplete row between pushes.
+ */
+export class CsvTokenizer {
+  readonly #delim: number;
+  readonly #quote: number;
+  readonly #escape: number;
+  readonly #crlf: boolean;
+  readonly #term: number;
+  #buf = '';
+  #line = 1;
+  /** UTF-8 bytes of text consumed before #buf. */
+  #bytes = 0;
+  /** A \r ended the previous push in CRLF mode: a leading \n belongs to it. */
+  #pendingCR = false;
+
+  constructor(dialect: CsvDialect) {
+    if (dialect.delimiter.length !== 1) throw new ConfigError(`CSV delimiter must be a single character, got ${JSON.stringify(dialect.delimiter)}`);
+    this.#delim = dialect.delimiter.charCodeAt(0);
+    this.#quote = dialect.quote ? dialect.quote.charCodeAt(0) : -1;
+    this.#escape = dialect.escape ? dialect.escape.charCodeAt(0) : -1;
+    this.#crlf = dialect.lineEnding === 'crlf' || dialect.lineEnding === '\r\n';
+    this.#term = this.#crlf ? -1 : dialect.lineEnding.charCodeAt(0);
+  }
+
+  push(text: string): CsvRow[] {
+    if (text.length === 0) return [];
+    this.#buf = this.#buf.length ? this.#buf + text : text;
+    return this.#parse(false);
+  }
+
+  end(): CsvRow[] {
+    return this.#parse(true);
+  }
+
+  #parse(final: boolean): CsvRow[] {
+    const s = this.#buf;
+    const n = s.length;
+    const rows: CsvRow[] = [];
+    const D = this.#delim;
+    const Q = this.#quote;
+    const E = this.#escape;
+    const crlf = this.#crlf;
+    const T = this.#term;
+    let pos = 0;
+    let line = this.#line;
+    if (this.#pendingCR && n > 0) {
+      this.#pendingCR = false;
+      if (s.charCodeAt(0) === LF) pos = 1;
+    }
+    let consumed = pos;
+    let consumedLine = line;
+    rows: while (pos < n) {
+      const rowStart = pos;
+      const rowLine = line;
+      // Blank line: skipped.
+      const c0 = s.charCodeAt(pos);
+      if (crlf ? c0 === LF || c0 === CR : c0 === T) {
+        pos++;
+        if (crlf && c0 === CR) {
+          if (pos < n) { if (s.charCodeAt(pos) === LF) pos++; } else if (!final) this.#pendingCR = true;
+        }
+        line++;
+        consumed = pos;
+        consumedLine = line;
+        continue;
+      }
+      const fields: string[] = [];
+      while (true) {
+        // One field starting at pos.
+        if (pos < n && s.charCodeAt(pos) === Q) {
+          let value = '';
+          let i = pos + 1;
+          let closed = false;
+          while (i < n) {
+            const c = s.charCodeAt(i);
+            if (c === E && E !== -1) {
+              if (i + 1 >= n) break; // need the escaped char
+              value += s.charCodeAt(i + 1) === Q ? s[i + 1] : s.slice(i, i + 2);
+              i += 2;
+              continue;
+            }
+            if (c === Q) {
+              if (i + 1 < n && s.charCodeAt(i + 1) === Q) { value += s[i]; i += 2; continue; }
+              if (i + 1 >= n && !final) break; // a doubled quote may follow in the next chunk
+              closed = true;
+              i++;
+              break;
+            }
+            // Copy a run of ordinary characters at once.
+            let j = i + 1;
+            while (j < n) {
+              const d = s.charCodeAt(j);
+              if (d === Q || (d === E && E !== -1)) break;
+              j++;
+            }
+            const run = s.slice(i, j);
+            if (crlf ? run.indexOf('\n') !== -1 || run.indexOf('\r') !== -1 : run.indexOf(String.fromCharCode(T)) !== -1) line += countLines(run, crlf, T);
+            value += run;
+            i = j;
+          }
+          if (!closed) {
+            if (!final) { if (n - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine); break rows; }
+            throw new DecodeError(`CSV quoted field starting at line ${rowLine} (byte offset ${this.#byteOffset(s, rowStart)}) has no closing quote before the end of the file: check the quote setting or the file`, { line: rowLine, byteOffset: this.#byteOffset(s, rowStart) });
+          }
+          // After the closing quote, characters up to the delimiter are kept (lenient, like the csv crate).
+          let j = i;
+          while (j < n) {
+            const d = s.charCodeAt(j);
+            if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
+            j++;
+          }
+          if (j > i) value += s.slice(i, j);
+          pos = j;
+          fields.push(value);
+        } else {
+          let j = pos;
+          while (j < n) {
+            const d = s.charCodeAt(j);
+            if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
+            j++;
+          }
+          fields.push(s.slice(pos, j));
+          pos = j;
+        }
+        if (pos >= n) {
+          if (!final) { if (n - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine); break rows; }
+          rows.push({ fields, line: rowLine, byteOffset: rowStart });
+          consumed = pos;
+          consumedLine = line;
+          break rows;
+        }
+        const c = s.charCodeAt(pos);
+        if (c === D) { pos++; continue; }
+        // Terminator.
+        pos++;
+        if (crlf && c === CR) {
+          if (pos < n) { if (s.charCodeAt(pos) === LF) pos++; } else if (!final) this.#pendingCR = true;
+        }
+        line++;
+        rows.push({ fields, line: rowLine, byteOffset: rowStart });
+        consumed = pos;
+        consumedLine = line;
+        break;
+      }
+    }
+    // Rows carry their char index in byteOffset until here; convert to UTF-8 byte offsets.
+    if (rows.length) this.#resolveOffsets(s, rows);
+    this.#bytes += consumed === n ? Buffer.byteLength(s) : Buffer.byteLength(s.slice(0, consumed));
+    this.#buf = consumed === n ? '' : s.slice(consumed);
+    this.#line = consumedLine;
+    return rows;
+  }
+
+  #resolveOffsets(s: string, rows: CsvRow[]): void {
+    if (!NON_ASCII.test(s)) {
+      for (const r of rows) r.byteOffset += this.#bytes;
+      return;
+    }
+    let lastChar = 0;
+    let lastBytes = this.#bytes;
+    for (const r of rows) {
+      const at = r.byteOffset;
+      lastBytes += Buffer.byteLength(s.slice(lastChar, at));
+      lastChar = at;
+      r.byteOffset = lastBytes;
+    }
+  }
+
+  #byteOffset(s: string, at: number): number {
+    return this.#bytes + Buffer.byteLength(s.slice(0, at));
+  }
+}
+
+// eslint-disable-next-line no-control-regex
+const NON_ASCII = /[^\x00-\x7f]/;
+
+function countLines(run: string, crlf: boolean, T: number): number {
+  let count = 0;
+  for (let i = 0; i < run.length; i++) {
+    const c = run.charCodeAt(i);
+    if (crlf) {
+      if (c === LF) count++;
+      else if (c === CR) { count++; if (run.charCodeAt(i + 1) === LF) i++; }
+    } else if (c === T) count++;
+  }
+  return count;
+}
+
+function tooLong(line: number): DecodeError {
+  return new DecodeError(`CSV row starting at line ${line} is longer than ${MAX_ROW_CHARS} characters: check the quote and line ending settings`, { line });
+}
+
+// ------------------------------------------------------------------------------------------------
+// Dialect detection (reference §4.5).
+
+const QUOTE_CANDIDATES = ['"', "'", ''];
+const DELIMITER_CANDIDATES = [',', '|', '\t', ';'];
+
+interface Scored { quote: string; delimiter: string; good: number; mean: number; cv: number }
+
+/** Picks quote and delimiter from a text sample; configured values pin their dimension. */
+export function detectDialect(sample: string, complete: boolean, pinned: { quote?: string | null; delimiter?: string | null; escape: string; lineEnding: 'crlf' | string; headerCount?: number }): { quote: string; delimiter: string } {
+  const quotes = pinned.quote !== null && pinned.quote !== undefined ? [pinned.quote] : QUOTE_CANDIDATES;
+  const delimiters = pinned.delimiter !== null && pinned.delimiter !== undefined ? [pinned.delimiter] : DELIMITER_CANDIDATES;
+  let best: Scored | null = null;
+  for (const quote of quotes) {
+    for (const delimiter of delimiters) {
+      const tok = new CsvTokenizer({ delimiter, quote, escape: pinned.escape, lineEnding: pinned.lineEnding });
+      let rows: CsvRow[];
+      try {
+        rows = tok.push(sample);
+        if (complete) rows = rows.concat(tok.end());
+      } catch {
+        rows = [];
+      }
+      const headerCount = pinned.headerCount ?? rows[0]?.fields.length ?? 0;
+      const scores = rows.map((r) => (r.fields.length > headerCount ? 0 : r.fields.length - 1));
+      const good = scores.filter((x) => x > 0).length;
+      const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : 0;
+      const sd = scores.length ? Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length) : 0;
+      const cand: Scored = { quote, delimiter, good, mean, cv: mean > 0 ? sd / mean : Infinity };
+      if (best === null || better(cand, best)) best = cand;
+    }
+  }
+  return { quote: best?.quote ?? '"', delimiter: best?.delimiter ?? ',' };
+}
+
+function quoteRank(q: string): number {
+  return q === '"' ? 2 : q === "'" ? 1 : 0;
+}
+
+/** True when `a` should replace the current best `b` (later candidates win remaining ties). */
+function better(a: Scored, b: Scored): boolean {
+  if (a.good !== b.good) return a.good > b.good;
+  if (a.mean === 0 || b.mean === 0) {
+    if (a.mean !== b.mean) return a.mean > b.mean;
+  } else if (a.cv !== b.cv) return a.cv < b.cv;
+  if (a.quote !== b.quote) return quoteRank(a.quote) > quoteRank(b.quote);
+  return true;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Records.
+
+export const ERROR_WINDOW = 1000;
+const DETECTION_SAMPLE_CHARS = 64 * 1024;
+
+type Result = { record: JsonObject } | { error: DecodeError };
+
+export interface CsvRecordOptions {
+  config: CsvConfig;
+  datetimes: DatetimeNormalizer;
+  /** Called for each malformed row dropped under errorThreshold. */
+  onSkippedRow?: (error: DecodeError) => void;
+}
+
+/**
+ * Text in → records out (objects of string-or-null values, timestamps normalised). Applies skipLines,
+ * detects the dialect over the first 64 KiB, reads the header row unless headers are configured, and
+ * enforces errorThreshold with a look-ahead window of 1000 rows.
+ */
+export class CsvRecordParser {
+  readonly #config: CsvConfig;
+  readonly #dt: DatetimeNormalizer;
+  readonly #threshold: number;
+  readonly #onSkipped: (error: DecodeError) => void;
+  #skipLinesLeft: number;
+  #pending = '';
+  #tokenizer: CsvTokenizer | null = null;
+  #headers: string[] | null;
+  #queue: Result[] = [];
+  #queueErrors = 0;
+  #rowsRead = 0;
+  /** Rows dropped under errorThreshold. */
+  skippedRows = 0;
+
+  constructor(options: CsvRecordOptions) {
+    const config = options.config;
+    this.#config = config;
+    this.#dt = options.datetimes;
+    const t = config.errorThreshold ?? 0;
+    if (!Number.isInteger(t) || t < 0) throw new ConfigError(`errorThreshold must be a non-negative integer percentage, got ${t}`);
+    if (t > 100) throw new ConfigError(`ErrorThreshold cannot be greater than 100%: ${t}%`);
+    this.#threshold = t;
+    this.#headers = config.headers && config.headers.length ? [...config.headers] : null;
+    this.#skipLinesLeft = config.skipLines ?? 0;
+    this.#onSkipped = options.onSkippedRow ?? (() => {});
+  }
+
+  /** The dialect in use, once detected. */
+  dialect: CsvDialect | null = null;
+
+  push(text: string): JsonObject[] {
+    if (this.#tokenizer) return this.#rows(this.#tokenizer.push(text), false);
+    if (this.#skipLinesLeft > 0) text = this.#skipLines(text);
+    if (text.length === 0) return [];
+    this.#pending += text;
+    if (this.#pending.length < DETECTION_SAMPLE_CHARS) return [];
+    return this.#start(false);
+  }
+
+  end(): JsonObject[] {
+    if (!this.#tokenizer) {
+      const out = this.#start(true);
+      return out.concat(this.#rows((this.#tokenizer as CsvTokenizer | null)?.end() ?? [], true));
+    }
+    return this.#rows(this.#tokenizer.end(), true);
+  }
+
+  #skipLines(text: string): string {
+    // Each skipped line ends at the next LF, whatever lineEnding says (as upstream).
+    let pos = 0;
+    while (this.#skipLinesLeft > 0) {
+      const nl = text.indexOf('\n', pos);
+      if (nl === -1) return '';
+      pos = nl + 1;
+      this.#skipLinesLeft--;
+    }
+    return text.slice(pos);
+  }
+
+  #start(complete: boolean): JsonObject[] {
+    const c = this.#config;
+    const lineEnding = c.lineEnding === null || c.lineEnding === undefined || c.lineEnding === '\r\n' ? 'crlf' : c.lineEnding;
+    const escape = c.escape ?? '';
+    let sample = this.#pending;
+    if (!complete) {
+      const cut = Math.max(sample.lastIndexOf('\n'), sample.lastIndexOf('\r'));
+      if (cut > 0) sample = sample.slice(0, cut);
+    }
+    const detected = (c.quote === null || c.quote === undefined || c.delimiter === null || c.delimiter === undefined)
+      ? detectDialect(sample, complete, { quote: c.quote ?? null, delimiter: c.delimiter ?? null, escape, lineEnding, ...(this.#headers ? { headerCount: this.#headers.length } : {}) })
+      : { quote: c.quote, delimiter: c.delimiter };
+    this.dialect = { delimiter: detected.delimiter, quote: detected.quote, escape, lineEnding };
+    this.#tokenizer = new CsvTokenizer(this.dialect);
+    const text = this.#pending;
+    this.#pending = '';
+    return this.#rows(this.#tokenizer.push(text), false);
+  }
+
+  #rows(rows: CsvRow[], final: boolean): JsonObject[] {
+    const out: JsonObject[] = [];
+    let i = 0;
+    if (this.#headers === null) {
+      const first = rows[0];
+      if (first === undefined) return final ? this.#drain(out, true) : out;
+      this.#headers = first.fields;
+      i = 1;
+    }
+    const headers = this.#headers;
+    const width = headers.length;
+    const dt = this.#dt;
+    const strict = this.#threshold === 0;
+    for (; i < rows.length; i++) {
+      const row = rows[i] as CsvRow;
+      const fields = row.fields;
+      if (fields.length > width) {
+        const error = new DecodeError(`CSV row at line ${row.line} (byte offset ${row.byteOffset}) has ${fields.length} columns, but the headers only define ${width} columns: fix the row, set headers for every column, or raise errorThreshold`, { line: row.line, byteOffset: row.byteOffset });
+        if (strict) throw error;
+        this.#enqueue({ error }, out);
+        continue;
+      }
+      const record: JsonObject = {};
+      for (let k = 0; k < fields.length; k++) {
+        const v = fields[k] as string;
+        record[headers[k] as string] = v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? null : dt.string(v);
+      }
+      if (strict) out.push(record);
+      else this.#enqueue({ record }, out);
+    }
+    return final ? this.#drain(out, true) : out;
+  }
+
+  #enqueue(result: Result, out: JsonObject[]): void {
+    this.#queue.push(result);
+    this.#rowsRead++;
+    if ('error' in result) this.#queueErrors++;
+    while (this.#queue.length >= ERROR_WINDOW) this.#pop(out);
+  }
+
+  #drain(out: JsonObject[], _final: boolean): JsonObject[] {
+    while (this.#queue.length) this.#pop(out);
+    return out;
+  }
+
+  #pop(out: JsonObject[]): void {
+    if (this.#queueErrors > 0) {
+      const pct = Math.floor((100 * this.#queueErrors) / Math.min(this.#rowsRead, ERROR_WINDOW));
+      if (pct >= this.#threshold) {
+        const first = this.#queue.find((r): r is { error: DecodeError } => 'error' in r)?.error;
+        throw new ErrorThresholdError(`error limit exceeded: ${this.#queueErrors} of the last ${Math.min(this.#rowsRead, ERROR_WINDOW)} CSV rows are malformed (${pct}%), at or above errorThreshold ${this.#threshold}%; first: ${first?.message ?? 'unknown'}`, { line: first?.line ?? null, byteOffset: first?.byteOffset ?? null });
+      }
+    }
+    const head = this.#queue.shift() as Result;
+    if ('error' in head) {
+      this.#queueErrors--;
+      this.skippedRows++;
+      this.#onSkipped(head.error);
+    } else out.push(head.record);
+  }
+}

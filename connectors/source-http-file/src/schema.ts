@@ -1,0 +1,320 @@
+// The endpoint and resource JSON Schemas, written once as typed literals. The TypeScript types of
+// the configuration are derived from them (FromSchema below); schemas/source-http-file.*.json are
+// generated from these literals and checked for drift by test/schema.test.ts.
+// Shapes follow SPEC.md "HTTP-file capture connector configuration" and, for titles, descriptions
+// and value lists, the upstream connector (shared/reference/http-file.md §1).
+
+// ------------------------------------------------------------------------------------------------
+// A small JSON Schema → TypeScript type mapping, enough for the shapes used here.
+
+type Simple<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean
+  : T extends 'null' ? null : T extends 'array' ? unknown[] : T extends 'object' ? Record<string, unknown> : unknown;
+
+type Required<S> = S extends { required: readonly (infer R)[] } ? R : never;
+
+type Props<P, R> = { -readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> }
+  & { -readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]> };
+
+type Flatten<T> = T extends object ? { [K in keyof T]: T[K] } : T;
+
+export type FromSchema<S> =
+  S extends { const: infer C } ? C
+    : S extends { oneOf: readonly (infer B)[] } ? FromSchema<B>
+      : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, Required<S>>>
+        : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
+          : S extends { type: readonly (infer T)[] } ? Simple<T>
+            : S extends { type: infer T } ? Simple<T>
+              : unknown;
+
+// ------------------------------------------------------------------------------------------------
+
+const constOption = <V extends string | null>(title: string, value: V) => ({ title, const: value, default: value }) as const;
+
+/** WHATWG encoding names offered in the UI (any other WHATWG label is accepted too). */
+export const ENCODING_NAMES = [
+  'UTF-8', 'UTF-16LE', 'UTF-16BE', 'IBM866', 'ISO-8859-2', 'ISO-8859-3', 'ISO-8859-4', 'ISO-8859-5', 'ISO-8859-6',
+  'ISO-8859-7', 'ISO-8859-8', 'ISO-8859-8-I', 'ISO-8859-10', 'ISO-8859-13', 'ISO-8859-14', 'ISO-8859-15', 'ISO-8859-16',
+  'KOI8-R', 'KOI8-U', 'macintosh', 'windows-874', 'windows-1250', 'windows-1251', 'windows-1252', 'windows-1253',
+  'windows-1254', 'windows-1255', 'windows-1256', 'windows-1257', 'windows-1258', 'x-mac-cyrillic', 'GBK', 'gb18030',
+  'Big5', 'EUC-JP', 'ISO-2022-JP', 'Shift_JIS', 'EUC-KR',
+] as const;
+
+const csvConfigSchema = {
+  type: 'object',
+  title: 'CSV Options',
+  description: 'How the CSV file is laid out; every option left unset is detected automatically.',
+  properties: {
+    delimiter: {
+      title: 'Delimiter',
+      description: 'The delimiter that separates values within each row. Only single-byte delimiters are supported.',
+      default: null,
+      order: 0,
+      oneOf: [
+        constOption('Comma (",")', ','),
+        constOption('Pipe ("|")', '|'),
+        constOption('Space (0x20)', ' '),
+        constOption('Semicolon (";")', ';'),
+        constOption('Tab (0x09)', '\t'),
+        constOption('Vertical Tab (0x0B)', '\u000b'),
+        constOption('Unit Separator (0x1F)', '\u001f'),
+        constOption('SOH (0x01)', '\u0001'),
+        constOption('Auto', null),
+      ],
+    },
+    encoding: {
+      title: 'Encoding',
+      description: 'The character encoding of the source file. If unspecified, then the parser will make a best-effort guess based on peeking at a small portion of the beginning of the file. If known, it is best to specify. Encodings are specified by their WHATWG label.',
+      default: null,
+      order: 1,
+      oneOf: [...ENCODING_NAMES.map((name) => constOption(name, name)), constOption('Auto', null)],
+    },
+    errorThreshold: {
+      title: 'Error Threshold',
+      description: 'Allows a percentage of errors to be ignored without failing the entire parsing process. When this limit is exceeded, parsing halts.',
+      type: 'integer',
+      minimum: 0,
+      maximum: 100,
+      default: 0,
+      order: 2,
+    },
+    escape: {
+      title: 'Escape Character',
+      description: 'The escape character, used to escape quotes within fields.',
+      default: null,
+      order: 3,
+      oneOf: [constOption('Backslash (\\)', '\\'), constOption('Disable Escapes', ''), constOption('Auto', null)],
+    },
+    headers: {
+      title: 'Headers',
+      description: "Manually specified headers, which can be used in cases where the file itself doesn't contain a header row. If specified, then the parser will assume that the first row is data, not column names, and the column names given here will be used. The column names will be matched with the columns in the file by the order in which they appear here.",
+      type: 'array',
+      items: { type: 'string', title: 'Column Name', description: 'Name of one column, in file order.' },
+      default: [],
+      order: 4,
+    },
+    lineEnding: {
+      title: 'Line Ending',
+      description: 'The value that terminates a line. Only single-byte values are supported, with the exception of "\\r\\n" (CRLF), which will accept lines terminated by either a carriage return, a newline, or both.',
+      default: null,
+      order: 5,
+      oneOf: [
+        constOption('CRLF ("\\r\\n") (Windows)', '\r\n'),
+        constOption('CR ("\\r")', '\r'),
+        constOption('LF ("\\n")', '\n'),
+        constOption('Record Separator (0x1E)', '\u001e'),
+        constOption('Auto', null),
+      ],
+    },
+    quote: {
+      title: 'Quote Character',
+      description: 'The character used to quote fields.',
+      default: null,
+      order: 6,
+      oneOf: [
+        constOption('Double Quote (")', '"'),
+        constOption("Single Quote (')", "'"),
+        constOption('Disable Quoting', ''),
+        constOption('Auto', null),
+      ],
+    },
+    skipLines: {
+      title: 'Skip Lines',
+      description: 'Skip a number of lines at the beginning of the file before parsing begins. This is useful for skipping over metadata that is sometimes added to the top of files.',
+      type: 'integer',
+      minimum: 0,
+      default: 0,
+      order: 7,
+    },
+  },
+} as const;
+
+const formatSchema = {
+  title: 'Format',
+  description: "Determines how to parse the contents. The default, 'Auto', will try to determine the format automatically based on the file extension or MIME type, if available.",
+  type: 'object',
+  default: { type: 'auto' },
+  required: ['type'],
+  discriminator: { propertyName: 'type' },
+  order: 1,
+  oneOf: [
+    {
+      title: 'Auto',
+      description: 'Attempt to determine the format automatically, based on the file extension or associated content-type.',
+      type: 'object',
+      properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'auto', default: 'auto' } },
+      required: ['type'],
+    },
+    {
+      title: 'Avro',
+      description: 'Avro object container files, as defined by the [avro spec](https://avro.apache.org/docs/current/spec.html#Object+Container+Files)',
+      type: 'object',
+      properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'avro', default: 'avro' } },
+      required: ['type'],
+    },
+    {
+      title: 'JSON',
+      description: 'JSON objects separated by whitespace, typically a single newline. This format works for JSONL (a.k.a. JSON-newline), but also for any stream of JSON objects, as long as they have at least one character of whitespace between them.',
+      type: 'object',
+      properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'json', default: 'json' } },
+      required: ['type'],
+    },
+    {
+      title: 'CSV',
+      description: 'Character Separated Values, such as comma-separated, tab-separated, etc.',
+      type: 'object',
+      properties: {
+        type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'csv', default: 'csv' },
+        config: csvConfigSchema,
+      },
+      required: ['type'],
+    },
+    {
+      title: 'Protobuf',
+      description: 'Parses a single protobuf message, using the given .proto file in the configuration.',
+      type: 'object',
+      properties: {
+        type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'protobuf', default: 'protobuf' },
+        config: {
+          type: 'object',
+          title: 'Protobuf Options',
+          description: 'The message type and the .proto source that defines it.',
+          properties: {
+            message: {
+              type: 'string',
+              title: 'Message',
+              description: 'The name of the protobuf Message to deserialize as. Must be defined within the given proto file.',
+              order: 0,
+            },
+            protoFile: {
+              type: 'string',
+              title: 'Your .proto file',
+              description: 'The contents of the .proto that defines the message type to deserialize.',
+              multiline: true,
+              order: 1,
+            },
+          },
+          required: ['message', 'protoFile'],
+        },
+      },
+      required: ['config', 'type'],
+    },
+    {
+      title: 'W3C Extended Log',
+      description: 'A W3C Extended Log file, as defined by the working group draft at: https://www.w3.org/TR/WD-logfile.html',
+      type: 'object',
+      properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'w3cExtendedLog', default: 'w3cExtendedLog' } },
+      required: ['type'],
+    },
+  ],
+} as const;
+
+const parserSchema = {
+  title: 'Parser Configuration',
+  description: 'Configures how files are parsed',
+  type: 'object',
+  advanced: true,
+  order: 2,
+  properties: {
+    compression: {
+      title: 'Compression',
+      description: "Determines how to decompress the contents. The default, 'Auto', will try to determine the compression automatically.",
+      default: null,
+      order: 0,
+      oneOf: [
+        constOption('GZip', 'gzip'),
+        constOption('Zip Archive', 'zip'),
+        constOption('Zstandard', 'zstd'),
+        constOption('None', 'none'),
+        constOption('Auto', null),
+      ],
+    },
+    format: formatSchema,
+    defaultOffset: {
+      title: 'Default Timezone Offset',
+      description: 'The default timezone to use when parsing timestamps that do not have a timezone. Timezones must be specified as an +/-HH:MM offset, defaults to +00:00.',
+      type: 'string',
+      pattern: '^[+-][0-9]{2}:[0-9]{2}$',
+      default: '+00:00',
+      order: 2,
+    },
+  },
+} as const;
+
+export const configSchema = {
+  $schema: 'http://json-schema.org/draft-07/schema#',
+  title: 'HTTP File Source',
+  type: 'object',
+  required: ['url'],
+  properties: {
+    url: {
+      type: 'string',
+      title: 'HTTP File URL',
+      description: 'The HTTP URL of the source file to capture.',
+      order: 0,
+    },
+    credentials: {
+      title: 'Credentials',
+      description: 'User credentials, if required to access the data at the HTTP URL.',
+      type: 'object',
+      order: 1,
+      oneOf: [
+        {
+          title: 'Basic Authentication',
+          type: 'object',
+          properties: {
+            user: { type: 'string', title: 'Username', description: 'Username, if required to access the HTTP endpoint.', secret: true, order: 0 },
+            password: { type: 'string', title: 'Password', description: 'Password, if required to access the HTTP endpoint.', secret: true, order: 1 },
+          },
+        },
+      ],
+    },
+    parser: parserSchema,
+    headers: {
+      title: 'Headers',
+      description: 'Additional HTTP headers sent with every request for the file.',
+      type: 'object',
+      order: 3,
+      properties: {
+        items: {
+          title: 'Additional HTTP Headers',
+          description: 'Additional HTTP headers when requesting the file. These are uncommon.',
+          type: 'array',
+          items: {
+            type: 'object',
+            title: 'Header',
+            description: 'One HTTP header.',
+            properties: {
+              key: { type: 'string', title: 'Header Key', description: 'Name of the header.', order: 0 },
+              value: { type: 'string', title: 'Header Value', description: 'Value of the header (stored encrypted).', secret: true, order: 1 },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;
+
+export const resourceSchema = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  $id: 'https://github.com/estuary/connectors/filesource/resource',
+  title: 'Resource Spec',
+  type: 'object',
+  properties: {
+    stream: {
+      type: 'string',
+      title: 'Stream to capture from',
+      description: 'Name of the dataset: the binding for the file.',
+      minLength: 1,
+      'x-collection-name': true,
+    },
+  },
+  required: ['stream'],
+} as const;
+
+export type EndpointConfig = FromSchema<typeof configSchema>;
+export type ParserConfig = NonNullable<EndpointConfig['parser']>;
+export type FormatConfig = NonNullable<ParserConfig['format']>;
+export type CsvConfig = NonNullable<Extract<FormatConfig, { type: 'csv' }>['config']>;
+export type ProtobufConfig = Extract<FormatConfig, { type: 'protobuf' }>['config'];
+export type Compression = NonNullable<ParserConfig['compression']>;
+export type ResourceConfig = FromSchema<typeof resourceSchema>;
