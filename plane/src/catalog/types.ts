@@ -54,6 +54,9 @@ export interface MaterializationDef {
     fields: FieldsDef;
     disable: boolean;
     backfill: number;
+    /** `source: {name, notBefore, notAfter}`: only documents published in this window (RFC 3339). */
+    notBefore?: string;
+    notAfter?: string;
   }[];
   disabled: boolean;
   source: { file: string; pointer: string };
@@ -72,6 +75,8 @@ export interface TestDef {
 export interface Catalog {
   /** Absolute path of the root catalog file. */
   file: string;
+  /** Absolute paths of every file read (root, imports, schema, config and document files): watch these to republish. */
+  files?: string[];
   collections: Map<string, CollectionDef>;
   captures: Map<string, CaptureDef>;
   materializations: Map<string, MaterializationDef>;

@@ -1,0 +1,45 @@
+// One place that builds ajv instances (JSON Schema 2020-12 with formats), for catalog files, API
+// resources and collection documents.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import type { ErrorObject, Options, ValidateFunction } from 'ajv/dist/2020.js';
+import * as formats from 'ajv-formats';
+import type { JsonSchema, JsonValue } from '@sluice/runtime';
+
+type FormatsPlugin = (ajv: Ajv2020) => Ajv2020;
+const addFormats: FormatsPlugin = ((formats as unknown as { default?: FormatsPlugin }).default ?? (formats as unknown as FormatsPlugin));
+
+export function createAjv(options: Options = {}): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, allowUnionTypes: true, ...options });
+  addFormats(ajv);
+  // Formats Flow schemas use beyond the standard ones: numeric strings, and MAC addresses.
+  ajv.addFormat('integer', /^[-+]?[0-9]+$/);
+  ajv.addFormat('number', /^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$|^(NaN|-?Infinity)$/);
+  ajv.addFormat('macaddr', /^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$/);
+  ajv.addFormat('macaddr8', /^([0-9A-Fa-f]{2}[:-]){7}[0-9A-Fa-f]{2}$/);
+  return ajv;
+}
+
+export type { ErrorObject, ValidateFunction };
+
+/**
+ * Compiles a collection schema for validating documents. Flow schemas carry annotations ajv does not
+ * know (reduce, secret, advanced, order…), so strict mode is off. Returns a function giving null for a
+ * valid document, else a one-line description of the first problems (location and reason).
+ */
+export function compileDocumentSchema(schema: JsonSchema): (doc: JsonValue) => string | null {
+  // Unknown formats are annotations (as in Flow), not errors; keep them out of the logs.
+  const ajv = createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false });
+  const validate = ajv.compile(schema as object | boolean);
+  return (doc) => {
+    if (validate(doc)) return null;
+    return (validate.errors ?? []).map(describeDocumentError).join('; ');
+  };
+}
+
+export function describeDocumentError(e: ErrorObject): string {
+  const at = e.instancePath === '' ? 'document root' : e.instancePath;
+  if (e.keyword === 'required') return `${at}: missing required property "${String(e.params.missingProperty)}"`;
+  if (e.keyword === 'additionalProperties') return `${at}: unexpected property "${String(e.params.additionalProperty)}"`;
+  if (e.keyword === 'enum') return `${at}: must be one of ${JSON.stringify(e.params.allowedValues)}`;
+  return `${at}: ${e.message ?? e.keyword}`;
+}

@@ -1,0 +1,605 @@
+// Loads a flow.yaml catalog and everything it imports, validates it (schemas/catalog.schema.json plus the
+// rules a JSON Schema cannot say: names resolve, keys are well-typed, reduce strategies are supported,
+// partition and field selections name real fields) and builds each collection's spec. Every problem
+// found is reported together, each with file, line, JSON pointer and what to do.
+import { readFileSync } from 'node:fs';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { CollectionSpec, JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
+import type {
+  CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, PartitionSelectorDef, TestDef, TestStep,
+} from './types.ts';
+import { createAjv } from './ajv.ts';
+import type { ErrorObject } from './ajv.ts';
+import { CatalogError } from './errors.ts';
+import type { CatalogProblem } from './errors.ts';
+import { buildProjections } from './projections.ts';
+import type { ExplicitProjection } from './projections.ts';
+import { SUPPORTED_STRATEGIES, valueAt } from './reduce.ts';
+import { ALL_TYPES, isObject, isSchema, locate, shapeOf } from './shape.ts';
+import type { Shape } from './shape.ts';
+import { pointerOf, SourceFile, unescapePointer } from './source-file.ts';
+
+const CATALOG_SCHEMA_PATH = fileURLToPath(new URL('../../../schemas/catalog.schema.json', import.meta.url));
+export const catalogSchema: JsonObject = JSON.parse(readFileSync(CATALOG_SCHEMA_PATH, 'utf8')) as JsonObject;
+
+const NAME_RE = /^[\p{L}\p{N}\-_.]+(\/[\p{L}\p{N}\-_.]+)*$/u;
+const NAME_RULE = "one or more components of Unicode letters, numbers, '-', '_' or '.', separated by '/', with no leading or trailing '/'";
+/** Flow's default interval between capture runs. */
+export const DEFAULT_INTERVAL_SECONDS = 300;
+const KEY_TYPES = new Set(['string', 'integer', 'boolean']);
+
+export function isValidName(name: string): boolean {
+  return NAME_RE.test(name);
+}
+
+let validateCatalogFile: ReturnType<ReturnType<typeof createAjv>['compile']> | undefined;
+function catalogValidator() {
+  validateCatalogFile ??= createAjv({ verbose: true }).compile(catalogSchema);
+  return validateCatalogFile;
+}
+
+interface Entry { name: string; src: SourceFile; pointer: string; raw: JsonObject | JsonValue[] }
+type Kind = 'collections' | 'captures' | 'materializations' | 'tests';
+const SINGULAR: Record<Kind, string> = { collections: 'collection', captures: 'capture', materializations: 'materialization', tests: 'test' };
+
+/** Loads, validates and builds the catalog rooted at `file`. Throws a CatalogError listing every problem. */
+export async function loadCatalog(file: string): Promise<Catalog> {
+  const loader = new Loader();
+  return loader.load(resolve(file));
+}
+
+class Loader {
+  readonly problems: CatalogProblem[] = [];
+  readonly files = new Map<string, SourceFile>();
+  readonly entries: Record<Kind, Map<string, Entry>> = {
+    collections: new Map(), captures: new Map(), materializations: new Map(), tests: new Map(),
+  };
+  readonly shapes = new Map<string, Shape>();
+
+  problem(src: SourceFile | string, pointer: string, message: string, key = false): void {
+    if (typeof src === 'string') {
+      this.problems.push({ file: src, line: 0, column: 0, pointer, message });
+      return;
+    }
+    const pos = src.locate(pointer, key);
+    this.problems.push({ file: src.path, line: pos.line, column: pos.column, pointer, message });
+  }
+
+  async load(root: string): Promise<Catalog> {
+    await this.loadFile(root, undefined);
+    const collections = new Map<string, CollectionDef>();
+    for (const e of this.entries.collections.values()) {
+      const def = await this.buildCollection(e);
+      if (def) collections.set(e.name, def);
+    }
+    const captures = new Map<string, CaptureDef>();
+    for (const e of this.entries.captures.values()) {
+      const def = await this.buildCapture(e);
+      if (def) captures.set(e.name, def);
+    }
+    const materializations = new Map<string, MaterializationDef>();
+    for (const e of this.entries.materializations.values()) {
+      const def = await this.buildMaterialization(e, collections);
+      if (def) materializations.set(e.name, def);
+    }
+    const tests = new Map<string, TestDef>();
+    for (const e of this.entries.tests.values()) {
+      const def = await this.buildTest(e);
+      if (def) tests.set(e.name, def);
+    }
+    if (this.problems.length > 0) throw new CatalogError(this.problems);
+    return { file: root, files: [...this.files.keys()], collections, captures, materializations, tests };
+  }
+
+  async loadFile(path: string, from: { src: SourceFile; pointer: string } | undefined): Promise<void> {
+    if (this.files.has(path)) return;
+    let src: SourceFile;
+    try {
+      src = await SourceFile.read(path, from ? { file: from.src.path, pointer: from.pointer } : undefined);
+    } catch (err) {
+      if (err instanceof CatalogError) {
+        if (from) for (const p of err.problems) this.problem(from.src, p.pointer, p.message);
+        else this.problems.push(...err.problems);
+        return;
+      }
+      throw err;
+    }
+    this.files.set(path, src);
+    const doc = src.value;
+    if (doc === null) return; // an empty file is an empty catalog
+    const validate = catalogValidator();
+    if (!validate(doc)) {
+      for (const p of schemaProblems(validate.errors ?? [])) this.problem(src, p.pointer, p.message, p.key);
+    }
+    if (!isObject(doc)) return;
+    const valid = (validate.errors ?? []).length === 0;
+
+    if (Array.isArray(doc.import)) {
+      for (const [i, imp] of doc.import.entries()) {
+        if (typeof imp !== 'string') continue;
+        const target = this.resolveImport(src, pointerOf('import', i), imp);
+        if (target) await this.loadFile(target, { src, pointer: pointerOf('import', i) });
+      }
+    }
+    if (!valid) return; // positions of problems were reported; don't build from an invalid file
+    for (const kind of ['collections', 'captures', 'materializations', 'tests'] as const) {
+      const section = doc[kind];
+      if (!isObject(section)) continue;
+      for (const [name, raw] of Object.entries(section)) {
+        const pointer = pointerOf(kind, name);
+        const dup = this.findEntry(name);
+        if (dup) {
+          const pos = dup.src.locate(dup.pointer, true);
+          this.problem(src, pointer, `${SINGULAR[kind]} "${name}" is already defined as a ${dup.kind} at ${dup.src.path}:${pos.line}; catalog names must be unique across collections, captures, materializations and tests — rename one`, true);
+          continue;
+        }
+        this.entries[kind].set(name, { name, src, pointer, raw: raw as JsonObject });
+      }
+    }
+  }
+
+  findEntry(name: string): (Entry & { kind: string }) | undefined {
+    for (const kind of ['collections', 'captures', 'materializations', 'tests'] as const) {
+      const e = this.entries[kind].get(name);
+      if (e) return { ...e, kind: SINGULAR[kind] };
+    }
+    return undefined;
+  }
+
+  resolveImport(src: SourceFile, pointer: string, imp: string): string | undefined {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(imp) && !/^[a-z]:[\\/]/i.test(imp)) {
+      if (imp.startsWith('file:')) return fileURLToPath(new URL(imp, pathToFileURL(src.path)));
+      this.problem(src, pointer, `cannot import ${imp}: only local files (relative paths or file: URLs) can be imported; download it and import the copy`);
+      return undefined;
+    }
+    return isAbsolute(imp) ? imp : resolve(dirname(src.path), imp);
+  }
+
+  /** Reads a JSON/YAML file named relative to `src` (with an optional #/pointer fragment). */
+  async readReferenced(src: SourceFile, pointer: string, ref: string, what: string): Promise<{ value: JsonValue; src: SourceFile; pointer: string } | undefined> {
+    const hash = ref.indexOf('#');
+    const pathPart = hash >= 0 ? ref.slice(0, hash) : ref;
+    const fragment = hash >= 0 ? decodeURIComponent(ref.slice(hash + 1)) : '';
+    if (fragment !== '' && !fragment.startsWith('/')) {
+      this.problem(src, pointer, `${what} reference "${ref}" has fragment "#${fragment}", which is not a JSON pointer; use file#/path/to/value`);
+      return undefined;
+    }
+    const path = pathPart.startsWith('file:') ? fileURLToPath(new URL(pathPart, pathToFileURL(src.path))) : resolve(dirname(src.path), pathPart);
+    let file = this.files.get(path);
+    if (!file) {
+      try {
+        file = await SourceFile.read(path, { file: src.path, pointer });
+      } catch (err) {
+        if (err instanceof CatalogError) {
+          for (const p of err.problems) {
+            if (p.file === src.path) this.problem(src, pointer, `${what}: ${p.message}`);
+            else this.problems.push({ ...p, message: `${what} file: ${p.message}` });
+          }
+          return undefined;
+        }
+        throw err;
+      }
+      this.files.set(path, file);
+    }
+    const value = valueAt(file.value, fragment);
+    if (value === undefined) {
+      this.problem(src, pointer, `${what} "${ref}": ${fragment} does not exist in ${path}; fix the #/pointer`);
+      return undefined;
+    }
+    return { value, src: file, pointer: fragment };
+  }
+
+  async resolveSchema(src: SourceFile, pointer: string, value: JsonValue): Promise<{ schema: JsonSchema; src: SourceFile; pointer: string } | undefined> {
+    if (typeof value !== 'string') return isSchema(value) ? { schema: value, src, pointer } : undefined;
+    const got = await this.readReferenced(src, pointer, value, 'schema');
+    if (!got) return undefined;
+    if (!isSchema(got.value)) {
+      this.problem(got.src, got.pointer, `schema referenced from ${src.path} must be a JSON Schema (an object or boolean)`);
+      return undefined;
+    }
+    let schema: JsonSchema = got.value;
+    if (got.pointer !== '' && isObject(schema)) {
+      // A sub-schema of a larger document: bring the local definitions it refers to along.
+      schema = inlineLocalRefs(schema, got.src.value);
+    }
+    return { schema, src: got.src, pointer: got.pointer };
+  }
+
+  checkSchema(s: { schema: JsonSchema; src: SourceFile; pointer: string }, collection: string): boolean {
+    let ok = true;
+    walkSchema(s.schema, '', (node, at) => {
+      if (!('reduce' in node)) return;
+      const reduce = node.reduce;
+      const strategy = isObject(reduce) ? reduce.strategy : undefined;
+      const where = s.pointer + at + '/reduce' + (isObject(reduce) && 'strategy' in reduce ? '/strategy' : '');
+      if (typeof strategy !== 'string' || !(SUPPORTED_STRATEGIES as readonly string[]).includes(strategy)) {
+        ok = false;
+        const got = typeof strategy === 'string' ? `strategy "${strategy}"` : `reduce annotation ${JSON.stringify(reduce)}`;
+        this.problem(s.src, where, `collection "${collection}": ${got} is not supported; the local plane supports reduce strategies ${SUPPORTED_STRATEGIES.map((x) => `"${x}"`).join(' and ')} (remove the annotation for lastWriteWins)`);
+      }
+    });
+    try {
+      createAjv({ strict: false, logger: false }).compile(s.schema as object | boolean);
+    } catch (err) {
+      ok = false;
+      this.problem(s.src, s.pointer, `collection "${collection}": invalid JSON Schema: ${(err as Error).message}`);
+    }
+    return ok;
+  }
+
+  async buildCollection(e: Entry): Promise<CollectionDef | undefined> {
+    const raw = e.raw as JsonObject;
+    const at = (...segs: string[]) => e.pointer + pointerOf(...segs);
+    const before = this.problems.length;
+    if ('derive' in raw) {
+      this.problem(e.src, at('derive'), `collection "${e.name}": derivations are not supported by the local plane; remove "derive" (or run this catalog on Flow)`, true);
+    }
+    const hasSchema = 'schema' in raw;
+    const hasWrite = 'writeSchema' in raw;
+    const hasRead = 'readSchema' in raw;
+    if (hasSchema && (hasWrite || hasRead)) {
+      this.problem(e.src, at(hasWrite ? 'writeSchema' : 'readSchema'), `collection "${e.name}": give either "schema" or both "writeSchema" and "readSchema", not both forms`, true);
+    } else if (!hasSchema && !(hasWrite && hasRead)) {
+      const missing = !hasWrite && !hasRead ? '"schema"' : hasWrite ? '"readSchema" (writeSchema is given)' : '"writeSchema" (readSchema is given)';
+      this.problem(e.src, e.pointer, `collection "${e.name}": missing ${missing}; give "schema", or both "writeSchema" and "readSchema"`, true);
+    }
+    if (this.problems.length > before) return undefined;
+
+    const write = await this.resolveSchema(e.src, at(hasSchema ? 'schema' : 'writeSchema'), raw[hasSchema ? 'schema' : 'writeSchema']!);
+    const read = hasSchema ? write : await this.resolveSchema(e.src, at('readSchema'), raw.readSchema!);
+    if (!write || !read) return undefined;
+    if (!this.checkSchema(write, e.name) || (read !== write && !this.checkSchema(read, e.name))) return undefined;
+
+    const writeSchema = withMeta(write.schema);
+    const readSchema = withMeta(read.schema);
+    // Shapes come from the author's schemas: the `_meta` added above is not a projected field.
+    const writeShape = shapeOf(write.schema);
+    const readShape = read === write ? writeShape : shapeOf(read.schema);
+    const key = (raw.key as string[]);
+    for (const [i, ptr] of key.entries()) {
+      for (const [label, shape] of read === write ? [['schema', writeShape] as const] : [['writeSchema', writeShape] as const, ['readSchema', readShape] as const]) {
+        const why = keyProblem(shape, ptr);
+        if (why) this.problem(e.src, at('key', String(i)), `collection "${e.name}": key ${ptr} ${why} in its ${label}; keys must always exist and be string, integer or boolean — add it to "required" with such a type, or choose another key`);
+      }
+    }
+
+    const explicit: ExplicitProjection[] = [];
+    if (isObject(raw.projections)) {
+      for (const [field, p] of Object.entries(raw.projections)) {
+        const ptr = typeof p === 'string' ? p : isObject(p) && typeof p.location === 'string' ? p.location : undefined;
+        if (ptr === undefined) continue;
+        const partition = isObject(p) && p.partition === true;
+        const pAt = at('projections', field);
+        if (field.length === 0) this.problem(e.src, pAt, `collection "${e.name}": projection names must not be empty`, true);
+        if (field === 'flow_document' || field === 'flow_published_at') {
+          this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" is reserved; choose another field name`, true);
+          continue;
+        }
+        const located = locate(readShape, ptr);
+        if (located.exists === 'CANNOT') {
+          this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" points at ${ptr}, which cannot exist in documents of this schema; fix the location`);
+        }
+        if (partition) {
+          const why = keyProblem(readShape, ptr);
+          if (why) this.problem(e.src, pAt, `collection "${e.name}": logical partition "${field}" at ${ptr} ${why}; partition fields must always exist and be string, integer or boolean`);
+        }
+        explicit.push({ field, ptr, partition });
+      }
+    }
+    if (this.problems.length > before) return undefined;
+
+    const spec: CollectionSpec = {
+      name: e.name,
+      writeSchema,
+      readSchema,
+      key: [...key],
+      uuidPtr: '/_meta/uuid',
+      partitionFields: explicit.filter((p) => p.partition).map((p) => p.field).sort(),
+      projections: buildProjections(readShape, key, explicit),
+    };
+    this.shapes.set(e.name, readShape);
+    return { name: e.name, spec, source: { file: e.src.path, pointer: e.pointer } };
+  }
+
+  async resolveConfig(src: SourceFile, pointer: string, value: JsonValue, task: string): Promise<JsonObject | undefined> {
+    let config: JsonValue = value;
+    let where = { src, pointer };
+    if (typeof value === 'string') {
+      const got = await this.readReferenced(src, pointer, value, `config of "${task}"`);
+      if (!got) return undefined;
+      config = got.value;
+      where = { src: got.src, pointer: got.pointer };
+    }
+    if (!isObject(config)) {
+      this.problem(where.src, where.pointer, `config of "${task}" must be an object`);
+      return undefined;
+    }
+    if ('sops' in config) {
+      this.problem(where.src, where.pointer, `config of "${task}" is sops-encrypted; the local plane cannot decrypt it — decrypt it (sops -d) into a local file`);
+      return undefined;
+    }
+    return config;
+  }
+
+  async buildEndpoint(e: Entry, raw: JsonObject): Promise<EndpointRef | undefined> {
+    const endpoint = raw.endpoint as JsonObject;
+    const at = e.pointer + '/endpoint';
+    if (isObject(endpoint.connector)) {
+      const config = await this.resolveConfig(e.src, `${at}/connector/config`, endpoint.connector.config!, e.name);
+      return config && { kind: 'connector', image: endpoint.connector.image as string, config };
+    }
+    if (isObject(endpoint.local)) {
+      const config = await this.resolveConfig(e.src, `${at}/local/config`, endpoint.local.config!, e.name);
+      const env = (isObject(endpoint.local.env) ? endpoint.local.env : {}) as Record<string, string>;
+      return config && { kind: 'local', command: endpoint.local.command as string[], config, env: { ...env } };
+    }
+    if (isObject(endpoint.sqlite)) {
+      return { kind: 'sqlite', config: { path: resolve(dirname(e.src.path), endpoint.sqlite.path as string) } };
+    }
+    return undefined;
+  }
+
+  async buildCapture(e: Entry): Promise<CaptureDef | undefined> {
+    const raw = e.raw as JsonObject;
+    const before = this.problems.length;
+    const endpoint = await this.buildEndpoint(e, raw);
+    if (endpoint?.kind === 'sqlite') this.problem(e.src, `${e.pointer}/endpoint/sqlite`, `capture "${e.name}": the sqlite endpoint is for materializations; use connector or local`, true);
+    const bindings: CaptureDef['bindings'] = [];
+    for (const [i, b] of (raw.bindings as JsonObject[]).entries()) {
+      const target = b.target as string;
+      this.checkCollectionRef(e, `${e.pointer}/bindings/${i}/target`, target, 'target');
+      bindings.push({ resource: b.resource as JsonObject, target, disable: b.disable === true, backfill: typeof b.backfill === 'number' ? b.backfill : 0 });
+    }
+    let intervalSeconds = DEFAULT_INTERVAL_SECONDS;
+    if (typeof raw.interval === 'string') {
+      intervalSeconds = parseInterval(raw.interval);
+      if (intervalSeconds <= 0) this.problem(e.src, `${e.pointer}/interval`, `capture "${e.name}": interval must be greater than zero`);
+    }
+    if (this.problems.length > before || !endpoint) return undefined;
+    return {
+      name: e.name, endpoint, bindings, intervalSeconds,
+      disabled: isObject(raw.shards) && raw.shards.disable === true,
+      source: { file: e.src.path, pointer: e.pointer },
+    };
+  }
+
+  checkCollectionRef(e: Entry, pointer: string, name: string, role: string): boolean {
+    if (this.entries.collections.has(name)) return true;
+    const other = this.findEntry(name);
+    const hint = other ? `it is a ${other.kind}, not a collection` : `define it under "collections" (here or in an imported file) or fix the name`;
+    this.problem(e.src, pointer, `${SINGULAR[kindOf(e.pointer)]} "${e.name}": ${role} "${name}" is not a collection of this catalog; ${hint}`);
+    return false;
+  }
+
+  async buildMaterialization(e: Entry, collections: Map<string, CollectionDef>): Promise<MaterializationDef | undefined> {
+    const raw = e.raw as JsonObject;
+    const before = this.problems.length;
+    const endpoint = await this.buildEndpoint(e, raw);
+    const bindings: MaterializationDef['bindings'] = [];
+    for (const [i, b] of (raw.bindings as JsonObject[]).entries()) {
+      const bAt = `${e.pointer}/bindings/${i}`;
+      const srcObj = isObject(b.source) ? b.source : undefined;
+      const source = srcObj ? (srcObj.name as string) : (b.source as string);
+      const sourceAt = srcObj ? `${bAt}/source/name` : `${bAt}/source`;
+      if (!this.checkCollectionRef(e, sourceAt, source, 'source')) continue;
+      const coll = collections.get(source);
+      if (srcObj && isObject(srcObj.partitions) && isObject(b.partitions)) {
+        this.problem(e.src, `${bAt}/partitions`, `materialization "${e.name}": partitions are given both in the binding and in its source; keep one`, true);
+      }
+      const partRaw = (isObject(b.partitions) ? b.partitions : srcObj && isObject(srcObj.partitions) ? srcObj.partitions : {}) as JsonObject;
+      const partAt = isObject(b.partitions) ? `${bAt}/partitions` : `${bAt}/source/partitions`;
+      const partitions: PartitionSelectorDef = { include: {}, exclude: {} };
+      for (const side of ['include', 'exclude'] as const) {
+        if (!isObject(partRaw[side])) continue;
+        for (const [field, values] of Object.entries(partRaw[side])) {
+          if (coll && !(coll.spec.partitionFields ?? []).includes(field)) {
+            const have = coll.spec.partitionFields ?? [];
+            this.problem(e.src, `${partAt}/${side}/${field}`, `materialization "${e.name}": "${field}" is not a logical partition of collection "${source}"; ${have.length ? `its partitions are ${have.map((f) => `"${f}"`).join(', ')}` : 'it has no logical partitions (declare a projection with partition: true)'}`, true);
+          }
+          partitions[side][field] = values as (string | number | boolean)[];
+        }
+      }
+      const fieldsRaw = isObject(b.fields) ? b.fields : {};
+      const fields: FieldsDef = {
+        recommended: fieldsRaw.recommended !== false,
+        include: isObject(fieldsRaw.include) ? { ...fieldsRaw.include } : {},
+        exclude: Array.isArray(fieldsRaw.exclude) ? (fieldsRaw.exclude as string[]) : [],
+      };
+      if (coll) {
+        const names = new Set((coll.spec.projections ?? []).map((p) => p.field));
+        const unknown = (field: string, where: string) => {
+          this.problem(e.src, where, `materialization "${e.name}": "${field}" is not a field of collection "${source}"; its fields are ${[...names].map((f) => `"${f}"`).join(', ')}`, where.includes('/include/'));
+        };
+        for (const f of Object.keys(fields.include)) if (!names.has(f)) unknown(f, `${bAt}/fields/include/${f}`);
+        for (const [j, f] of fields.exclude.entries()) {
+          if (!names.has(f)) unknown(f, `${bAt}/fields/exclude/${j}`);
+          if (f in fields.include) this.problem(e.src, `${bAt}/fields/exclude/${j}`, `materialization "${e.name}": field "${f}" is both included and excluded; keep one`);
+        }
+      }
+      const binding: MaterializationDef['bindings'][number] = {
+        source, resource: b.resource as JsonObject, partitions, fields,
+        disable: b.disable === true, backfill: typeof b.backfill === 'number' ? b.backfill : 0,
+      };
+      if (srcObj && typeof srcObj.notBefore === 'string') binding.notBefore = srcObj.notBefore;
+      if (srcObj && typeof srcObj.notAfter === 'string') binding.notAfter = srcObj.notAfter;
+      bindings.push(binding);
+    }
+    if (this.problems.length > before || !endpoint) return undefined;
+    return { name: e.name, endpoint, bindings, disabled: isObject(raw.shards) && raw.shards.disable === true, source: { file: e.src.path, pointer: e.pointer } };
+  }
+
+  async buildTest(e: Entry): Promise<TestDef | undefined> {
+    const before = this.problems.length;
+    const steps: TestStep[] = [];
+    for (const [i, step] of (e.raw as JsonObject[]).entries()) {
+      const sAt = `${e.pointer}/${i}`;
+      const kinds = (['ingest', 'verify'] as const).filter((k) => k in step);
+      if (kinds.length !== 1) {
+        this.problem(e.src, sAt, `test "${e.name}": step ${i} must have exactly one of "ingest" or "verify"`);
+        continue;
+      }
+      const kind = kinds[0]!;
+      const body = step[kind] as JsonObject;
+      this.checkCollectionRef(e, `${sAt}/${kind}/collection`, body.collection as string, `${kind} collection`);
+      let documents: JsonValue = body.documents!;
+      if (typeof documents === 'string') {
+        documents = await this.readDocuments(e, `${sAt}/${kind}/documents`, documents);
+      }
+      if (!Array.isArray(documents) || documents.some((d) => !isObject(d))) {
+        this.problem(e.src, `${sAt}/${kind}/documents`, `test "${e.name}": documents must be an array of objects`);
+        continue;
+      }
+      const docs = documents as JsonObject[];
+      steps.push(kind === 'ingest' ? { ingest: { collection: body.collection as string, documents: docs } } : { verify: { collection: body.collection as string, documents: docs } });
+    }
+    if (this.problems.length > before) return undefined;
+    return { name: e.name, steps, source: { file: e.src.path, pointer: e.pointer } };
+  }
+
+  async readDocuments(e: Entry, pointer: string, ref: string): Promise<JsonValue> {
+    const path = resolve(dirname(e.src.path), ref);
+    if (path.endsWith('.jsonl') || path.endsWith('.ndjson')) {
+      try {
+        return readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as JsonValue);
+      } catch (err) {
+        this.problem(e.src, pointer, `cannot read documents from ${path}: ${(err as Error).message}`);
+        return null;
+      }
+    }
+    const got = await this.readReferenced(e.src, pointer, ref, 'documents');
+    return got ? got.value : null;
+  }
+}
+
+function kindOf(pointer: string): Kind {
+  return unescapePointer(pointer.split('/')[1] ?? '') as Kind;
+}
+
+/** Why a key or partition location is unsuitable, or null when it always exists with a key type. */
+function keyProblem(shape: Shape, ptr: string): string | null {
+  const { shape: at, exists } = locate(shape, ptr);
+  if (exists === 'CANNOT') return 'cannot exist';
+  if (exists !== 'MUST') return 'may not exist (it is not required, or a parent is not required or may not be an object)';
+  const types = ALL_TYPES.filter((t) => at.types.has(t));
+  const bad = types.filter((t) => !KEY_TYPES.has(t));
+  if (types.length === 0 || bad.length > 0) return `may be of type ${bad.length ? bad.join(' or ') : 'anything'}`;
+  return null;
+}
+
+/** Visits every sub-schema with its JSON pointer relative to `schema`. */
+function walkSchema(schema: JsonSchema, at: string, visit: (node: JsonObject, at: string) => void): void {
+  if (!isObject(schema)) return;
+  visit(schema, at);
+  for (const kw of ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']) {
+    const m = schema[kw];
+    if (isObject(m)) for (const [k, v] of Object.entries(m)) if (isSchema(v)) walkSchema(v, `${at}${pointerOf(kw, k)}`, visit);
+  }
+  for (const kw of ['additionalProperties', 'items', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems', 'additionalItems']) {
+    const v = schema[kw];
+    if (isSchema(v)) walkSchema(v, `${at}/${kw}`, visit);
+  }
+  for (const kw of ['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']) {
+    const v = schema[kw];
+    if (Array.isArray(v)) v.forEach((s, i) => { if (isSchema(s)) walkSchema(s, `${at}/${kw}/${i}`, visit); });
+  }
+}
+
+/** Adds `_meta/uuid` (the document's publication UUID, assigned by the runtime) to a schema, as Flow's build does. */
+export function withMeta(schema: JsonSchema): JsonSchema {
+  const uuid: JsonObject = { type: 'string', format: 'uuid', description: 'Unique identifier of this document, assigned by the runtime; encodes its publication time' };
+  if (schema === false) return false;
+  const out: JsonObject = schema === true ? {} : structuredClone(schema);
+  const props: JsonObject = isObject(out.properties) ? out.properties : {};
+  const meta = props._meta;
+  if (meta === undefined || meta === true) {
+    props._meta = { type: 'object', properties: { uuid } };
+  } else if (isObject(meta)) {
+    const mp: JsonObject = isObject(meta.properties) ? meta.properties : {};
+    if (!('uuid' in mp)) mp.uuid = uuid;
+    meta.properties = mp;
+  }
+  out.properties = props;
+  return out;
+}
+
+/** Copies a sub-schema, replacing `#/…` references to its enclosing document with the referenced values. */
+function inlineLocalRefs(schema: JsonObject, doc: JsonValue, depth = 0): JsonObject {
+  const visit = (v: JsonValue, d: number): JsonValue => {
+    if (Array.isArray(v)) return v.map((x) => visit(x, d));
+    if (!isObject(v)) return v;
+    if (typeof v.$ref === 'string' && v.$ref.startsWith('#/') && d < 16) {
+      const target = valueAt(doc, decodeURIComponent(v.$ref.slice(1)));
+      if (target !== undefined) {
+        const rest = Object.fromEntries(Object.entries(v).filter(([k]) => k !== '$ref'));
+        const resolved = visit(target, d + 1);
+        return Object.keys(rest).length === 0 ? resolved : { allOf: [resolved, visit(rest, d)] };
+      }
+    }
+    return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, visit(x, d)]));
+  };
+  return visit(schema, depth) as JsonObject;
+}
+
+/** Seconds of a duration such as 30s, 5m, 1h30m or 500ms. */
+export function parseInterval(s: string): number {
+  let total = 0;
+  for (const m of s.matchAll(/([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)/g)) {
+    const n = Number(m[1]);
+    total += m[2] === 'ms' ? n / 1000 : m[2] === 's' ? n : m[2] === 'm' ? n * 60 : n * 3600;
+  }
+  return total;
+}
+
+interface SchemaProblem { pointer: string; message: string; key: boolean }
+
+/** Turns ajv errors against catalog.schema.json into messages an author can act on. */
+function schemaProblems(errors: ErrorObject[]): SchemaProblem[] {
+  let errs = [...errors];
+  // anyOf: when exactly one branch fits the value's type, report that branch's errors; else one summary.
+  for (const a of errors.filter((x) => x.keyword === 'anyOf')) {
+    const branches = ((a.parentSchema as JsonObject | undefined)?.anyOf as JsonObject[] | undefined) ?? [];
+    const inBranch = (x: ErrorObject, i: number) => x.schemaPath.startsWith(`${a.schemaPath}/${i}/`);
+    const viable = branches.map((_, i) => i).filter((i) => !errs.some((x) => inBranch(x, i) && x.instancePath === a.instancePath && x.keyword === 'type'));
+    if (viable.length === 1) {
+      errs = errs.filter((x) => x !== a && !branches.some((_, i) => i !== viable[0] && inBranch(x, i)));
+    } else {
+      errs = errs.filter((x) => !branches.some((_, i) => inBranch(x, i)));
+    }
+  }
+  const out: SchemaProblem[] = [];
+  const seen = new Set<string>();
+  for (const e of errs) {
+    let p: SchemaProblem;
+    const propertyName = (e as ErrorObject & { propertyName?: string }).propertyName;
+    if (e.keyword === 'propertyNames') continue; // reported through the name's own error
+    if (propertyName !== undefined) {
+      p = { pointer: `${e.instancePath}${pointerOf(propertyName)}`, key: true, message: `"${propertyName}" is not a valid catalog name: names are ${NAME_RULE}` };
+    } else if (e.keyword === 'required') {
+      p = { pointer: e.instancePath, key: false, message: `missing required property "${String(e.params.missingProperty)}"` };
+    } else if (e.keyword === 'additionalProperties') {
+      const allowed = Object.keys(((e.parentSchema as JsonObject | undefined)?.properties as JsonObject | undefined) ?? {});
+      p = { pointer: `${e.instancePath}${pointerOf(String(e.params.additionalProperty))}`, key: true, message: `unknown property "${String(e.params.additionalProperty)}"; expected one of: ${allowed.join(', ')}` };
+    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'Catalog name') {
+      p = { pointer: e.instancePath, key: false, message: `${JSON.stringify(e.data)} is not a valid catalog name: names are ${NAME_RULE}` };
+    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'JSON pointer') {
+      p = { pointer: e.instancePath, key: false, message: `${JSON.stringify(e.data)} is not a JSON pointer; write locations like /id or /address/city` };
+    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'Interval') {
+      p = { pointer: e.instancePath, key: false, message: `${JSON.stringify(e.data)} is not a duration; write e.g. 30s, 5m, 1h or 1h30m` };
+    } else if (e.keyword === 'anyOf') {
+      const branches = ((e.parentSchema as JsonObject | undefined)?.anyOf as JsonObject[] | undefined) ?? [];
+      const kinds = branches.map((b) => (b.title as string | undefined) ?? (Array.isArray(b.type) ? b.type.join(' or ') : String(b.type ?? 'value')));
+      p = { pointer: e.instancePath, key: false, message: `must be ${[...new Set(kinds)].join(', or ')}` };
+    } else if (e.keyword === 'maxProperties' || e.keyword === 'minProperties') {
+      const allowed = Object.keys(((e.parentSchema as JsonObject | undefined)?.properties as JsonObject | undefined) ?? {});
+      p = { pointer: e.instancePath, key: false, message: `must have exactly one of: ${allowed.join(', ')}` };
+    } else if (e.keyword === 'const' && e.instancePath.endsWith('/protobuf')) {
+      p = { pointer: e.instancePath, key: false, message: 'only the JSON codec is supported; remove "protobuf"' };
+    } else {
+      p = { pointer: e.instancePath, key: false, message: e.message ?? e.keyword };
+    }
+    const id = `${p.pointer}\u0000${p.message}`;
+    if (!seen.has(id)) { seen.add(id); out.push(p); }
+  }
+  return out;
+}
