@@ -1,5 +1,7 @@
 // FoundationDB tuple codec for keyPacked / valuesPacked (flow-protocol.md §3.6).
-// Implementation: see the runtime issue; this file fixes the value type others code against.
+// Flow packs the selected key fields (and value fields) of a materialization binding as one tuple;
+// object and array fields travel as bytes (code 0x01) holding their JSON text.
+import { ProtocolError } from '../errors.ts';
 
 /** A UUID element (type code 0x30), 16 bytes. */
 export interface TupleUuid { uuid: Uint8Array }
@@ -9,3 +11,294 @@ export interface TupleUuid { uuid: Uint8Array }
  * bytes (code 0x01, which Flow uses for object/array fields holding their JSON text) are Uint8Array.
  */
 export type TupleValue = null | boolean | number | bigint | string | Uint8Array | TupleUuid | TupleValue[];
+
+const NULL = 0x00;
+const BYTES = 0x01;
+const STRING = 0x02;
+const NESTED = 0x05;
+const NEG_INT_ARBITRARY = 0x0b;
+const INT_ZERO = 0x14;
+const POS_INT_ARBITRARY = 0x1d;
+const FLOAT = 0x20;
+const DOUBLE = 0x21;
+const FALSE = 0x26;
+const TRUE = 0x27;
+const UUID = 0x30;
+
+const utf8 = new TextEncoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+
+/** A growable byte buffer. */
+class ByteSink {
+  buf = new Uint8Array(64);
+  len = 0;
+  private ensure(extra: number): void {
+    if (this.len + extra <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.len + extra) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.len));
+    this.buf = next;
+  }
+  push(b: number): void {
+    this.ensure(1);
+    this.buf[this.len++] = b;
+  }
+  pushAll(bytes: Uint8Array): void {
+    this.ensure(bytes.length);
+    this.buf.set(bytes, this.len);
+    this.len += bytes.length;
+  }
+  result(): Uint8Array {
+    return this.buf.slice(0, this.len);
+  }
+}
+
+/** Writes bytes with every 0x00 escaped as 0x00 0xFF, then the 0x00 terminator. */
+function pushEscaped(out: ByteSink, bytes: Uint8Array): void {
+  for (const b of bytes) {
+    out.push(b);
+    if (b === 0x00) out.push(0xff);
+  }
+  out.push(0x00);
+}
+
+function bigIntToBytes(n: bigint): Uint8Array {
+  // n >= 0; minimal big-endian representation (at least one byte).
+  let hex = n.toString(16);
+  if (hex.length % 2) hex = '0' + hex;
+  return Uint8Array.from(Buffer.from(hex, 'hex'));
+}
+
+function pushInt(out: ByteSink, n: bigint): void {
+  if (n === 0n) {
+    out.push(INT_ZERO);
+    return;
+  }
+  const magnitude = n < 0n ? -n : n;
+  const bytes = bigIntToBytes(magnitude);
+  if (bytes.length > 8) {
+    if (bytes.length > 255) throw new RangeError('tuple integer too large: more than 255 bytes');
+    if (n > 0n) {
+      out.push(POS_INT_ARBITRARY);
+      out.push(bytes.length);
+      out.pushAll(bytes);
+    } else {
+      out.push(NEG_INT_ARBITRARY);
+      out.push(bytes.length ^ 0xff);
+      out.pushAll(bytes.map((b) => b ^ 0xff));
+    }
+    return;
+  }
+  if (n > 0n) {
+    out.push(INT_ZERO + bytes.length);
+    out.pushAll(bytes);
+  } else {
+    // One's complement of the magnitude within the same number of bytes.
+    out.push(INT_ZERO - bytes.length);
+    out.pushAll(bytes.map((b) => b ^ 0xff));
+  }
+}
+
+function pushDouble(out: ByteSink, value: number): void {
+  const bytes = new Uint8Array(8);
+  new DataView(bytes.buffer).setFloat64(0, value, false);
+  if ((bytes[0]! & 0x80) !== 0) {
+    for (let i = 0; i < 8; i++) bytes[i] = bytes[i]! ^ 0xff;
+  } else {
+    bytes[0] = bytes[0]! ^ 0x80;
+  }
+  out.push(DOUBLE);
+  out.pushAll(bytes);
+}
+
+function isUuid(value: unknown): value is TupleUuid {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array)
+    && (value as TupleUuid).uuid instanceof Uint8Array;
+}
+
+function pushElement(out: ByteSink, value: TupleValue, nested: boolean): void {
+  if (value === null) {
+    out.push(NULL);
+    if (nested) out.push(0xff);
+  } else if (typeof value === 'boolean') {
+    out.push(value ? TRUE : FALSE);
+  } else if (typeof value === 'string') {
+    out.push(STRING);
+    pushEscaped(out, utf8.encode(value));
+  } else if (typeof value === 'bigint') {
+    pushInt(out, value);
+  } else if (typeof value === 'number') {
+    if (Number.isInteger(value)) pushInt(out, BigInt(value));
+    else pushDouble(out, value);
+  } else if (value instanceof Uint8Array) {
+    out.push(BYTES);
+    pushEscaped(out, value);
+  } else if (Array.isArray(value)) {
+    out.push(NESTED);
+    for (const element of value) pushElement(out, element, true);
+    out.push(0x00);
+  } else if (isUuid(value)) {
+    if (value.uuid.length !== 16) throw new RangeError(`tuple UUID must be 16 bytes, got ${value.uuid.length}`);
+    out.push(UUID);
+    out.pushAll(value.uuid);
+  } else {
+    throw new TypeError(`cannot pack a value of type ${typeof value} into a tuple`);
+  }
+}
+
+/** Packs values as a FoundationDB tuple. Integral numbers pack as integers, others as float64. */
+export function packTuple(values: readonly TupleValue[]): Uint8Array {
+  const out = new ByteSink();
+  for (const value of values) pushElement(out, value, false);
+  return out.result();
+}
+
+/** packTuple, base64-encoded as in `keyPacked` / `valuesPacked`. */
+export function packTupleBase64(values: readonly TupleValue[]): string {
+  return Buffer.from(packTuple(values)).toString('base64');
+}
+
+function tupleError(message: string, offset: number): ProtocolError {
+  return new ProtocolError(`invalid packed tuple: ${message} at byte ${offset}`);
+}
+
+class Reader {
+  pos = 0;
+  readonly bytes: Uint8Array;
+  constructor(bytes: Uint8Array) {
+    this.bytes = bytes;
+  }
+  take(n: number, what: string): Uint8Array {
+    if (this.pos + n > this.bytes.length) {
+      throw tupleError(`truncated ${what} (needs ${n} bytes, ${this.bytes.length - this.pos} left)`, this.pos);
+    }
+    const out = this.bytes.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+  /** Reads an escaped, 0x00-terminated byte string. */
+  escaped(what: string): Uint8Array {
+    const start = this.pos;
+    const out: number[] = [];
+    while (true) {
+      if (this.pos >= this.bytes.length) throw tupleError(`unterminated ${what}`, start);
+      const b = this.bytes[this.pos++]!;
+      if (b !== 0x00) {
+        out.push(b);
+      } else if (this.bytes[this.pos] === 0xff) {
+        out.push(0x00);
+        this.pos++;
+      } else {
+        return Uint8Array.from(out);
+      }
+    }
+  }
+}
+
+function bytesToBigInt(bytes: Uint8Array): bigint {
+  if (bytes.length === 0) return 0n;
+  return BigInt('0x' + Buffer.from(bytes).toString('hex'));
+}
+
+function narrow(n: bigint): number | bigint {
+  return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+}
+
+function readElement(r: Reader, nested: boolean): TupleValue {
+  const at = r.pos;
+  const code = r.take(1, 'type code')[0]!;
+  switch (code) {
+    case NULL:
+      if (nested) {
+        // Inside a nested tuple, null is 0x00 0xFF (a bare 0x00 ends the nested tuple; handled by the caller).
+        r.take(1, 'nested null');
+      }
+      return null;
+    case BYTES:
+      return r.escaped('byte string');
+    case STRING: {
+      const raw = r.escaped('string');
+      try {
+        return utf8Strict.decode(raw);
+      } catch {
+        throw tupleError('string is not valid UTF-8', at);
+      }
+    }
+    case NESTED: {
+      const out: TupleValue[] = [];
+      while (true) {
+        if (r.pos >= r.bytes.length) throw tupleError('unterminated nested tuple', at);
+        if (r.bytes[r.pos] === 0x00 && r.bytes[r.pos + 1] !== 0xff) {
+          r.pos++;
+          return out;
+        }
+        out.push(readElement(r, true));
+      }
+    }
+    case FALSE:
+      return false;
+    case TRUE:
+      return true;
+    case FLOAT:
+    case DOUBLE: {
+      const size = code === FLOAT ? 4 : 8;
+      const bytes = Uint8Array.from(r.take(size, code === FLOAT ? 'float' : 'double'));
+      if ((bytes[0]! & 0x80) !== 0) bytes[0] = bytes[0]! ^ 0x80;
+      else for (let i = 0; i < size; i++) bytes[i] = bytes[i]! ^ 0xff;
+      const view = new DataView(bytes.buffer);
+      return size === 4 ? view.getFloat32(0, false) : view.getFloat64(0, false);
+    }
+    case UUID:
+      return { uuid: Uint8Array.from(r.take(16, 'UUID')) };
+    case POS_INT_ARBITRARY: {
+      const len = r.take(1, 'integer length')[0]!;
+      return narrow(bytesToBigInt(r.take(len, 'integer')));
+    }
+    case NEG_INT_ARBITRARY: {
+      const len = r.take(1, 'integer length')[0]! ^ 0xff;
+      const bytes = r.take(len, 'integer').map((b) => b ^ 0xff);
+      return narrow(-bytesToBigInt(bytes));
+    }
+    default:
+      if (code >= 0x0c && code <= 0x1c) {
+        if (code === INT_ZERO) return 0;
+        if (code > INT_ZERO) return narrow(bytesToBigInt(r.take(code - INT_ZERO, 'integer')));
+        const len = INT_ZERO - code;
+        const complement = r.take(len, 'integer').map((b) => b ^ 0xff);
+        return narrow(-bytesToBigInt(complement));
+      }
+      throw tupleError(`unsupported type code 0x${code.toString(16).padStart(2, '0')}`, at);
+  }
+}
+
+/** Unpacks a FoundationDB tuple. Throws ProtocolError on malformed input. */
+export function unpackTuple(bytes: Uint8Array): TupleValue[] {
+  const r = new Reader(bytes);
+  const out: TupleValue[] = [];
+  while (r.pos < bytes.length) out.push(readElement(r, false));
+  return out;
+}
+
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
+
+/** Unpacks a base64 `keyPacked` / `valuesPacked` string. */
+export function unpackTupleBase64(packed: string): TupleValue[] {
+  if (packed.length % 4 !== 0 || !BASE64.test(packed)) {
+    throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
+  }
+  return unpackTuple(Buffer.from(packed, 'base64'));
+}
+
+/** Formats a UUID element as the usual 8-4-4-4-12 hex string. */
+export function uuidToString(value: TupleUuid): string {
+  const hex = Buffer.from(value.uuid).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** Parses an 8-4-4-4-12 UUID string into a tuple UUID element. */
+export function uuidFromString(text: string): TupleUuid {
+  const hex = text.replaceAll('-', '');
+  if (!/^[0-9a-fA-F]{32}$/.test(hex)) throw new TypeError(`not a UUID: ${JSON.stringify(text)}`);
+  return { uuid: Uint8Array.from(Buffer.from(hex, 'hex')) };
+}

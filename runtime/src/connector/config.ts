@@ -1,0 +1,176 @@
+// Validation of endpoint and resource configuration against a connector's own JSON Schemas (ajv):
+// defaults applied, every problem reported together in one message naming JSON pointers, and no
+// configuration value ever echoed (values may be secrets).
+import { Ajv } from 'ajv';
+import type { AnySchema, ErrorObject, Options, ValidateFunction } from 'ajv';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import { ConfigError, SluiceError } from '../errors.ts';
+import type { JsonObject, JsonSchema, JsonValue } from '../protocol/specs.ts';
+
+/**
+ * Annotation keywords connector schemas use for UIs and for Flow (no validation meaning). Any keyword
+ * starting with `x-` is accepted too.
+ */
+export const ANNOTATION_KEYWORDS: readonly string[] = [
+  'secret', 'advanced', 'order', 'multiline', 'discriminator', 'airbyte_secret', 'airbyte_hidden',
+  'always_show', 'group', 'reduce',
+];
+
+type AjvInstance = InstanceType<typeof Ajv>;
+type AddFormats = (ajv: AjvInstance) => AjvInstance;
+const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default
+  ?? (addFormatsModule as unknown as AddFormats));
+
+function ajvOptions(): Options {
+  return {
+    allErrors: true,
+    useDefaults: true,
+    coerceTypes: false,
+    // Strict about unknown keywords (typos), lenient about types/tuples. A `default` inside oneOf/anyOf
+    // (common in discriminated config unions) is ignored rather than rejected.
+    strictSchema: 'log',
+    strictTypes: false,
+    strictTuples: false,
+    strictRequired: false,
+    logger: {
+      log: () => undefined,
+      warn: (...args: unknown[]) => {
+        const msg = args.map(String).join(' ');
+        if (/default is ignored/.test(msg)) return;
+        throw new Error(msg);
+      },
+      error: (...args: unknown[]) => {
+        throw new Error(args.map(String).join(' '));
+      },
+    },
+  };
+}
+
+function newAjv(schema: JsonSchema): AjvInstance {
+  const dialect = typeof schema === 'object' && typeof schema['$schema'] === 'string' ? schema['$schema'] : '';
+  let ajv: AjvInstance;
+  if (dialect.includes('2020-12')) ajv = new Ajv2020(ajvOptions());
+  else if (dialect.includes('2019-09')) ajv = new Ajv2019(ajvOptions());
+  else ajv = new Ajv(ajvOptions());
+  addFormats(ajv);
+  for (const keyword of ANNOTATION_KEYWORDS) ajv.addKeyword({ keyword });
+  const seen = new Set<string>(ANNOTATION_KEYWORDS);
+  collectExtensionKeywords(schema, seen, (keyword) => ajv.addKeyword({ keyword }));
+  return ajv;
+}
+
+function collectExtensionKeywords(node: JsonValue, seen: Set<string>, add: (k: string) => void): void {
+  if (Array.isArray(node)) {
+    for (const item of node) collectExtensionKeywords(item, seen, add);
+  } else if (typeof node === 'object' && node !== null) {
+    for (const [key, value] of Object.entries(node)) {
+      if (key.startsWith('x-') && !seen.has(key)) {
+        seen.add(key);
+        add(key);
+      }
+      collectExtensionKeywords(value, seen, add);
+    }
+  }
+}
+
+/** Escapes one JSON pointer token. */
+export function escapePointerToken(token: string): string {
+  return token.replaceAll('~', '~0').replaceAll('/', '~1');
+}
+
+function describeError(e: ErrorObject): string {
+  const at = e.instancePath;
+  const where = at === '' ? '(root)' : at;
+  const params = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'required':
+      return `${at}/${escapePointerToken(String(params['missingProperty']))} is required`;
+    case 'additionalProperties':
+      return `${at}/${escapePointerToken(String(params['additionalProperty']))} is not an allowed property`;
+    case 'unevaluatedProperties':
+      return `${at}/${escapePointerToken(String(params['unevaluatedProperty']))} is not an allowed property`;
+    case 'type':
+      return `${where} must be of type ${Array.isArray(params['type']) ? (params['type'] as string[]).join(' or ') : String(params['type'])}`;
+    case 'enum':
+      return `${where} must be one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${where} must be ${JSON.stringify(params['allowedValue'])}`;
+    default:
+      // ajv messages name schema constraints (limits, patterns, formats), never the value.
+      return `${where} ${e.message ?? `fails "${e.keyword}"`}`;
+  }
+}
+
+/** Formats ajv errors as one line (deduplicated, in order). */
+export function formatSchemaErrors(errors: readonly ErrorObject[]): string {
+  const seen = new Set<string>();
+  for (const e of errors) {
+    // "must match a schema in anyOf/oneOf" is implied by the branch errors when those are listed.
+    seen.add(describeError(e));
+  }
+  return [...seen].join('; ');
+}
+
+/** A compiled configuration schema. */
+export class ConfigValidator {
+  readonly schema: JsonSchema;
+  private readonly validateFn: ValidateFunction;
+
+  /** Throws (not userFacing) when the connector's own schema is broken: a bug in the connector. */
+  constructor(schema: JsonSchema, label: string) {
+    this.schema = schema;
+    try {
+      this.validateFn = newAjv(schema).compile(schema as AnySchema);
+    } catch (err) {
+      throw new SluiceError('SCHEMA', `the connector's ${label} schema is invalid: ${(err as Error).message}`, {
+        cause: err, userFacing: false,
+      });
+    }
+  }
+
+  /**
+   * Validates a copy of `value` (absent = `{}`), applies defaults and returns it deeply frozen.
+   * `subject` names what is validated, e.g. "endpoint config" or `resource config of binding 0`.
+   */
+  validate<T = JsonObject>(value: JsonValue | undefined, subject: string): T {
+    const data = value === undefined ? {} : structuredClone(value);
+    if (!this.validateFn(data)) {
+      const errors = this.validateFn.errors ?? [];
+      const n = new Set(errors.map(describeError)).size;
+      throw new ConfigError(`Invalid ${subject} (${n} problem${n === 1 ? '' : 's'}): ${formatSchemaErrors(errors)}`, {
+        fields: { problems: errors.map(describeError) },
+      });
+    }
+    return deepFreeze(data) as T;
+  }
+}
+
+export function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
+}
+
+/** Resolves a JSON pointer (RFC 6901) in a JSON value; undefined when absent. */
+export function resolvePointer(doc: JsonValue | undefined, pointer: string): JsonValue | undefined {
+  if (pointer === '') return doc;
+  if (!pointer.startsWith('/')) return undefined;
+  let node = doc;
+  for (const raw of pointer.slice(1).split('/')) {
+    const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (Array.isArray(node)) {
+      if (!/^(0|[1-9][0-9]*)$/.test(token)) return undefined;
+      node = node[Number(token)];
+    } else if (typeof node === 'object' && node !== null) {
+      node = Object.hasOwn(node, token) ? node[token] : undefined;
+    } else {
+      return undefined;
+    }
+    if (node === undefined) return undefined;
+  }
+  return node;
+}

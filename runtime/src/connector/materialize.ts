@@ -1,0 +1,342 @@
+// serveMaterialize: the materialize protocol, connector side (flow-protocol.md §3).
+// Per transaction: acknowledge → acknowledged, load…, flush → loaded… flushed, store…,
+// startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
+import { ProtocolError } from '../errors.ts';
+import type { Envelope } from '../protocol/framing.ts';
+import type { SpecResponse } from '../protocol/capture.ts';
+import type {
+  LoadRequest, MaterializeApplyRequest, MaterializeOpenRequest, MaterializeOpenedResponse, MaterializeValidateRequest,
+  MaterializeValidatedBinding, StateResponse, StoreRequest,
+} from '../protocol/materialize.ts';
+import { PROTOCOL_VERSION } from '../protocol/specs.ts';
+import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec } from '../protocol/specs.ts';
+import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
+import { AsyncQueue } from './async-queue.ts';
+import { ConfigValidator } from './config.ts';
+import {
+  FailureLatch, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped,
+  openSessionIO, unexpectedEof, unexpectedRequest,
+} from './session.ts';
+import type { DecodedLoad, DecodedStore, MaterializeBinding, MaterializeConnector, Transactor } from './types.ts';
+
+export const MATERIALIZE_REQUESTS = ['spec', 'validate', 'apply', 'open', 'acknowledge', 'load', 'flush', 'store', 'startCommit'] as const;
+const FIRST_REQUESTS = ['spec', 'validate', 'apply', 'open'];
+
+/** The `spec` response of a materialization connector (never resourcePathPointers). */
+export function materializeSpecResponse(connector: MaterializeConnector<any, any>): SpecResponse {
+  const out: SpecResponse = {
+    protocol: PROTOCOL_VERSION,
+    configSchema: connector.configSchema,
+    resourceConfigSchema: connector.resourceConfigSchema,
+    documentationUrl: connector.documentationUrl,
+  };
+  if (connector.oauth2) out.oauth2 = connector.oauth2;
+  return out;
+}
+
+function encodeState(response: StateResponse | void): JsonObject {
+  const state: ConnectorState | undefined = response ? response.state : undefined;
+  if (state === undefined) return {};
+  const out: JsonObject = {};
+  if (state.updated !== undefined) out['updated'] = state.updated;
+  if (state.mergePatch) out['mergePatch'] = true;
+  return { state: out };
+}
+
+function encodeValidated(b: MaterializeValidatedBinding, i: number): JsonObject {
+  if (!isPlainObject(b) || !Array.isArray(b.resourcePath) || b.resourcePath.length === 0 || b.resourcePath.some((c) => typeof c !== 'string' || c === '')) {
+    throw new ProtocolError(`the connector's validate() returned an invalid binding ${i}: resourcePath must be a non-empty list of non-empty strings`);
+  }
+  const out: JsonObject = { resourcePath: b.resourcePath };
+  if (b.constraints) {
+    const constraints: JsonObject = {};
+    for (const [field, c] of Object.entries(b.constraints)) {
+      const enc: JsonObject = { type: c.type };
+      if (c.reason) enc['reason'] = c.reason;
+      if (c.foldedField) enc['foldedField'] = c.foldedField;
+      constraints[field] = enc;
+    }
+    out['constraints'] = constraints;
+  }
+  if (b.deltaUpdates) out['deltaUpdates'] = true;
+  if (b.serPolicy) {
+    const p: JsonObject = {};
+    for (const k of ['strTruncateAfter', 'nestedObjTruncateAfter', 'arrayTruncateAfter'] as const) {
+      if (b.serPolicy[k] !== undefined) p[k] = b.serPolicy[k];
+    }
+    out['serPolicy'] = p;
+  }
+  if (b.caseInsensitiveFields) out['caseInsensitiveFields'] = true;
+  return out;
+}
+
+function encodeOpened(opened: MaterializeOpenedResponse | undefined): JsonObject {
+  const out: JsonObject = {};
+  if (opened?.runtimeCheckpoint !== undefined) out['runtimeCheckpoint'] = opened.runtimeCheckpoint;
+  if (opened?.disableLoadOptimization) out['disableLoadOptimization'] = true;
+  return out;
+}
+
+/** JSON `key`/`values` fallback: objects and arrays become bytes of their JSON text, as Flow packs them. */
+function jsonToTuple(values: JsonValue[]): TupleValue[] {
+  return values.map((v) => (typeof v === 'object' && v !== null ? new TextEncoder().encode(JSON.stringify(v)) : v));
+}
+
+function decodeTuple(packed: unknown, json: unknown, what: string, required: boolean): TupleValue[] {
+  if (typeof packed === 'string' && packed !== '') {
+    try {
+      return unpackTupleBase64(packed);
+    } catch (err) {
+      throw new ProtocolError(`${what}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  if (Array.isArray(json) && json.length > 0) return jsonToTuple(json as JsonValue[]);
+  if (required) throw new ProtocolError(`${what} has neither keyPacked nor key`);
+  return [];
+}
+
+export function decodeLoad(request: Envelope, bindingCount: number): DecodedLoad {
+  const body = request.body as LoadRequest;
+  const what = `"load" request (line ${request.line})`;
+  const binding = checkBindingIndex(body.binding, bindingCount, what);
+  return { binding, key: decodeTuple(body.keyPacked, body.key, what, true), keyPacked: body.keyPacked ?? '' };
+}
+
+export function decodeStore(request: Envelope, bindingCount: number): DecodedStore {
+  const body = request.body as StoreRequest;
+  const what = `"store" request (line ${request.line})`;
+  const binding = checkBindingIndex(body.binding, bindingCount, what);
+  const out: DecodedStore = {
+    binding,
+    key: decodeTuple(body.keyPacked, body.key, what, true),
+    values: decodeTuple(body.valuesPacked, body.values, what, false),
+    keyPacked: body.keyPacked ?? '',
+    exists: body.exists === true,
+    delete: body.delete === true,
+  };
+  if (body.doc !== undefined) {
+    if (!isPlainObject(body.doc)) throw new ProtocolError(`${what}: doc must be a JSON object`);
+    out.doc = body.doc;
+  }
+  return out;
+}
+
+class Schemas {
+  private config?: ConfigValidator;
+  private resource?: ConfigValidator;
+  private readonly connector: MaterializeConnector<any, any>;
+  constructor(connector: MaterializeConnector<any, any>) {
+    this.connector = connector;
+  }
+  get configValidator(): ConfigValidator {
+    this.config ??= new ConfigValidator(this.connector.configSchema, 'endpoint config');
+    return this.config;
+  }
+  get resourceValidator(): ConfigValidator {
+    this.resource ??= new ConfigValidator(this.connector.resourceConfigSchema, 'resource config');
+    return this.resource;
+  }
+  bindings<Resource>(spec: MaterializationSpec): MaterializeBinding<Resource>[] {
+    return (spec.bindings ?? []).map((b, index) => ({
+      index,
+      resource: this.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${index}${b.collection?.name ? ` (${b.collection.name})` : ''}`),
+      spec: b,
+    }));
+  }
+}
+
+/**
+ * Serves one materialize RPC on stdin/stdout (or the given input/output). Resolves when the RPC ended
+ * cleanly; rejects with the error to report (the caller exits 1).
+ */
+export async function serveMaterialize<Config = JsonObject, Resource = JsonObject>(
+  connector: MaterializeConnector<Config, Resource>,
+  options: ServeOptions = {},
+): Promise<void> {
+  const io = openSessionIO(options, MATERIALIZE_REQUESTS);
+  const schemas = new Schemas(connector);
+  try {
+    const first = await io.requests.next();
+    if (isStopped(first)) return;
+    if (first === null) {
+      throw new ProtocolError(`stdin ended before any request; expected one of ${FIRST_REQUESTS.map((v) => `"${v}"`).join(', ')}`);
+    }
+    io.log.debug('materialize request', { request: first.variant });
+    const base = { log: io.log, signal: io.controller.signal };
+    switch (first.variant) {
+      case 'spec':
+        void schemas.configValidator;
+        void schemas.resourceValidator;
+        await io.writer.write({ spec: materializeSpecResponse(connector) });
+        break;
+      case 'validate': {
+        const req = first.body as MaterializeValidateRequest;
+        const config = schemas.configValidator.validate<Config>(req.config, 'endpoint config');
+        const bindings = (req.bindings ?? []).map((b, i) => ({
+          resource: schemas.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${i}${b.collection?.name ? ` (${b.collection.name})` : ''}`),
+          collection: b.collection,
+          fieldConfig: b.fieldConfig ?? {},
+          backfill: b.backfill ?? 0,
+          ...(b.groupBy ? { groupBy: b.groupBy } : {}),
+        }));
+        const validated = await connector.validate({
+          ...base, config, name: req.name ?? '', bindings,
+          ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
+        });
+        if (!Array.isArray(validated) || validated.length !== bindings.length) {
+          throw new ProtocolError(`the connector's validate() returned ${Array.isArray(validated) ? validated.length : 'no'} bindings for ${bindings.length} requested`);
+        }
+        await io.writer.write({ validated: { bindings: validated.map(encodeValidated) } });
+        break;
+      }
+      case 'apply': {
+        const req = first.body as unknown as MaterializeApplyRequest;
+        if (!isPlainObject(req.materialization)) throw new ProtocolError(`"apply" request (line ${first.line}) has no materialization spec`);
+        const config = schemas.configValidator.validate<Config>(req.materialization.config, 'endpoint config');
+        const applied = await connector.apply({
+          ...base, config, materialization: req.materialization, bindings: schemas.bindings<Resource>(req.materialization),
+          version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {}, dryRun: req.dryRun === true,
+          ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
+        });
+        const out: JsonObject = {};
+        if (applied?.actionDescription) out['actionDescription'] = applied.actionDescription;
+        if (applied?.state) out['state'] = encodeState(applied).state!;
+        await io.writer.write({ applied: out });
+        break;
+      }
+      case 'open':
+        await runSession(connector, io, schemas, first);
+        return;
+      default:
+        throw unexpectedRequest(first, 'awaiting the first request', FIRST_REQUESTS);
+    }
+    await expectEndOfInput(io, first);
+  } finally {
+    io.requests.close();
+    io.controller.abort();
+    await io.writer.flush().catch(() => undefined);
+  }
+}
+
+type Phase = 'awaitingAcknowledge' | 'acknowledged' | 'loading' | 'storing';
+
+const PHASE_TEXT: Record<Phase, string> = {
+  awaitingAcknowledge: 'awaiting acknowledge',
+  acknowledged: 'acknowledged (awaiting the next transaction)',
+  loading: 'loading',
+  storing: 'storing',
+};
+const EXPECTED: Record<Phase, string[]> = {
+  awaitingAcknowledge: ['acknowledge'],
+  acknowledged: ['load', 'flush'],
+  loading: ['load', 'flush'],
+  storing: ['store', 'startCommit'],
+};
+
+async function runSession<Config, Resource>(
+  connector: MaterializeConnector<Config, Resource>,
+  io: SessionIO,
+  schemas: Schemas,
+  openRequest: Envelope,
+): Promise<void> {
+  const req = openRequest.body as unknown as MaterializeOpenRequest;
+  if (!isPlainObject(req.materialization)) throw new ProtocolError(`"open" request (line ${openRequest.line}) has no materialization spec`);
+  const materialization = req.materialization;
+  const config = schemas.configValidator.validate<Config>(materialization.config, 'endpoint config');
+  const bindings = schemas.bindings<Resource>(materialization);
+  const count = bindings.length;
+  const { transactor, opened } = await connector.open({
+    config, log: io.log, signal: io.controller.signal, materialization, bindings,
+    range: req.range ?? {}, version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {},
+  });
+  const failure = new FailureLatch();
+  try {
+    await io.writer.write({ opened: encodeOpened(opened) });
+    let phase: Phase = 'awaitingAcknowledge';
+    let loads: AsyncQueue<DecodedLoad> | null = null;
+    let loading: Promise<void> | null = null;
+    let loadsOpen = false;
+    let stores: AsyncQueue<DecodedStore> | null = null;
+    let storing: Promise<void> | null = null;
+    let transactions = 0;
+
+    const loaded = async (binding: number, doc: JsonObject): Promise<void> => {
+      if (!loadsOpen) throw new ProtocolError('the transactor called loaded() outside of its load() call (after flushed)');
+      const index = checkBindingIndex(binding, count, 'loaded document');
+      if (!isPlainObject(doc)) throw new ProtocolError(`loaded document for binding ${index}: doc must be a JSON object`);
+      await io.writer.write({ loaded: index === 0 ? { doc } : { binding: index, doc } });
+    };
+    const startLoads = (): void => {
+      loads = new AsyncQueue<DecodedLoad>();
+      loadsOpen = true;
+      loading = failure.watch(transactor.load(loads, loaded));
+    };
+    const startStores = (): void => {
+      stores = new AsyncQueue<DecodedStore>();
+      storing = failure.watch(transactor.store(stores));
+    };
+
+    while (true) {
+      const request = await failure.race(io.requests.next());
+      if (isStopped(request)) {
+        io.log.info('materialize session stopped', { phase: PHASE_TEXT[phase] });
+        return;
+      }
+      if (request === null) {
+        if (phase === 'acknowledged') {
+          io.log.debug('stdin ended after acknowledge: stopping', { transactions });
+          return;
+        }
+        throw unexpectedEof(PHASE_TEXT[phase], EXPECTED[phase]);
+      }
+      const v = request.variant;
+      if (phase === 'awaitingAcknowledge' && v === 'acknowledge') {
+        const result = await failure.race(transactor.acknowledge());
+        await io.writer.write({ acknowledged: encodeState(result) });
+        phase = 'acknowledged';
+      } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'load') {
+        if (phase === 'acknowledged') startLoads();
+        phase = 'loading';
+        await failure.race(loads!.push(decodeLoad(request, count)));
+      } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'flush') {
+        if (phase === 'acknowledged') startLoads();
+        loads!.end();
+        await failure.race(loading!);
+        loadsOpen = false;
+        if (loads!.size > 0) throw new ProtocolError(`the transactor's load() returned without reading every load (${loads!.size} left)`);
+        await io.writer.write({ flushed: {} });
+        phase = 'storing';
+      } else if (phase === 'storing' && v === 'store') {
+        if (stores === null) startStores();
+        await failure.race(stores!.push(decodeStore(request, count)));
+      } else if (phase === 'storing' && v === 'startCommit') {
+        if (stores === null) startStores();
+        stores!.end();
+        await failure.race(storing!);
+        if (stores!.size > 0) throw new ProtocolError(`the transactor's store() returned without reading every store (${stores!.size} left)`);
+        const checkpoint = request.body['runtimeCheckpoint'];
+        const result = await failure.race(transactor.startCommit(isPlainObject(checkpoint) ? checkpoint : {}));
+        await io.writer.write({ startedCommit: encodeState(result) });
+        stores = null;
+        storing = null;
+        loads = null;
+        loading = null;
+        transactions++;
+        phase = 'awaitingAcknowledge';
+      } else {
+        throw unexpectedRequest(request, PHASE_TEXT[phase], EXPECTED[phase]);
+      }
+    }
+  } finally {
+    await closeTransactor(transactor, io);
+  }
+}
+
+async function closeTransactor(transactor: Transactor, io: SessionIO): Promise<void> {
+  if (!transactor.close) return;
+  try {
+    await transactor.close();
+  } catch (err) {
+    io.log.warn('closing the transactor failed', { error: err });
+  }
+}

@@ -1,0 +1,209 @@
+// Newline-delimited JSON framing (flow-protocol.md §1.3): one JSON object per line, both directions.
+// Reading: an async iterable of lines over any byte source, lines up to 128 MiB, a partial trailing
+// line is a ProtocolError. Writing: one serialised writer per stream that honours backpressure.
+import type { Writable } from 'node:stream';
+import { ProtocolError } from '../errors.ts';
+import type { JsonObject, JsonValue } from './specs.ts';
+
+/** The largest line accepted (the Python CDK's limit). */
+export const MAX_LINE_BYTES = 128 * 1024 * 1024;
+
+export type ByteSource = AsyncIterable<Uint8Array | string> | Iterable<Uint8Array | string>;
+
+export interface ReadLinesOptions {
+  /** Defaults to MAX_LINE_BYTES. */
+  maxLineBytes?: number;
+  /** Names the stream in errors, e.g. "stdin" or "connector stdout". */
+  name?: string;
+}
+
+/** A line with its 1-based line number in the stream. */
+export interface Line {
+  text: string;
+  line: number;
+}
+
+function toBuffer(chunk: Uint8Array | string): Buffer {
+  if (typeof chunk === 'string') return Buffer.from(chunk, 'utf8');
+  return Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength);
+}
+
+/**
+ * Splits a byte stream into lines (without the `\n`; a trailing `\r` is dropped). Blank lines are
+ * skipped but counted. Throws ProtocolError for a line over the limit or a partial trailing line.
+ */
+export async function* readLines(source: ByteSource, options: ReadLinesOptions = {}): AsyncGenerator<Line> {
+  const max = options.maxLineBytes ?? MAX_LINE_BYTES;
+  const name = options.name ?? 'input';
+  let pending: Buffer[] = [];
+  let pendingLength = 0;
+  let lineNo = 0;
+  const tooLong = (): ProtocolError =>
+    new ProtocolError(`${name} line ${lineNo + 1} is longer than the ${formatBytes(max)} limit for one message`);
+
+  for await (const chunk of source) {
+    const buf = toBuffer(chunk);
+    let start = 0;
+    while (start < buf.length) {
+      const nl = buf.indexOf(10, start);
+      if (nl === -1) break;
+      if (pendingLength + (nl - start) > max) throw tooLong();
+      let text: string;
+      if (pendingLength > 0) {
+        pending.push(buf.subarray(start, nl));
+        text = Buffer.concat(pending).toString('utf8');
+        pending = [];
+        pendingLength = 0;
+      } else {
+        text = buf.toString('utf8', start, nl);
+      }
+      start = nl + 1;
+      lineNo++;
+      if (text.endsWith('\r')) text = text.slice(0, -1);
+      if (text.trim() === '') continue;
+      yield { text, line: lineNo };
+    }
+    if (start < buf.length) {
+      const rest = buf.subarray(start);
+      pendingLength += rest.length;
+      if (pendingLength > max) throw tooLong();
+      // Copy: the source may reuse its chunk buffers.
+      pending.push(Buffer.from(rest));
+    }
+  }
+  if (pendingLength > 0) {
+    const trailing = Buffer.concat(pending).toString('utf8');
+    if (trailing.trim() !== '') {
+      throw new ProtocolError(
+        `${name} ended with a partial message: line ${lineNo + 1} (${pendingLength} bytes) has no terminating newline`,
+      );
+    }
+  }
+}
+
+function formatBytes(n: number): string {
+  if (n % (1024 * 1024) === 0) return `${n / (1024 * 1024)} MiB`;
+  if (n % 1024 === 0) return `${n / 1024} KiB`;
+  return `${n} bytes`;
+}
+
+/** One protocol message: its single variant key and body. */
+export interface Envelope {
+  variant: string;
+  body: JsonObject;
+  line: number;
+}
+
+/**
+ * Parses one line as an envelope with exactly one variant key out of `variants`. `$internal` is
+ * ignored. `kind` names the message kind in errors ("request" or "response").
+ */
+export function parseEnvelope(line: Line, variants: readonly string[], kind: string, name = 'input'): Envelope {
+  let value: JsonValue;
+  try {
+    value = JSON.parse(line.text) as JsonValue;
+  } catch (err) {
+    // Never echo the line: it may carry secrets.
+    throw new ProtocolError(`${name} line ${line.line} is not valid JSON: ${(err as Error).message}`, { cause: err });
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    throw new ProtocolError(
+      `${name} line ${line.line} must be a JSON object with exactly one of ${quoteList(variants)}, got ${describe(value)}`,
+    );
+  }
+  const keys = Object.keys(value).filter((k) => k !== '$internal');
+  if (keys.length !== 1) {
+    const found = keys.length === 0 ? 'none' : quoteList(keys);
+    throw new ProtocolError(
+      `${name} line ${line.line}: a ${kind} must have exactly one of ${quoteList(variants)}; found ${found}`,
+    );
+  }
+  const variant = keys[0]!;
+  if (!variants.includes(variant)) {
+    throw new ProtocolError(
+      `${name} line ${line.line}: unknown ${kind} "${variant}"; expected one of ${quoteList(variants)}`,
+    );
+  }
+  const body = value[variant];
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new ProtocolError(`${name} line ${line.line}: "${variant}" must be a JSON object, got ${describe(body)}`);
+  }
+  return { variant, body, line: line.line };
+}
+
+/** Reads envelopes from a byte source. */
+export async function* readEnvelopes(
+  source: ByteSource,
+  variants: readonly string[],
+  kind: string,
+  options: ReadLinesOptions = {},
+): AsyncGenerator<Envelope> {
+  for await (const line of readLines(source, options)) yield parseEnvelope(line, variants, kind, options.name);
+}
+
+export function quoteList(items: readonly string[]): string {
+  return items.map((i) => `"${i}"`).join(', ');
+}
+
+function describe(value: JsonValue | undefined): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return `a ${typeof value}`;
+}
+
+const RESOLVED: Promise<void> = Promise.resolve();
+
+/**
+ * The one writer of a stream. Lines are handed to the stream synchronously in call order, so
+ * concurrent producers never interleave; the returned promise resolves at once while the stream has
+ * room and otherwise on `drain` — await it to honour backpressure.
+ */
+export class MessageWriter {
+  readonly stream: Writable;
+  private blocked: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private rejectBlocked: ((err: Error) => void) | null = null;
+
+  constructor(stream: Writable) {
+    this.stream = stream;
+    stream.on('error', (err: Error) => {
+      this.failure ??= err;
+      this.rejectBlocked?.(err);
+    });
+  }
+
+  /** Serialises one message as a JSON line. */
+  write(message: object): Promise<void> {
+    return this.writeLine(JSON.stringify(message) + '\n');
+  }
+
+  /** Writes one already-serialised line (must end with `\n`). */
+  writeLine(line: string): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.stream.destroyed || this.stream.writableEnded) {
+      return Promise.reject(new ProtocolError('output is closed: cannot write another message'));
+    }
+    if (!this.stream.write(line) && this.blocked === null) {
+      this.blocked = new Promise<void>((resolve, reject) => {
+        this.rejectBlocked = reject;
+        this.stream.once('drain', () => {
+          this.blocked = null;
+          this.rejectBlocked = null;
+          resolve();
+        });
+      });
+      // A rejection nobody awaits must not crash the process; writers see it on their next write.
+      this.blocked.catch(() => undefined);
+    }
+    return this.blocked ?? RESOLVED;
+  }
+
+  /** Resolves once everything written so far has been handed to the underlying resource. */
+  flush(): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (this.stream.destroyed || this.stream.writableEnded) return RESOLVED;
+    return new Promise<void>((resolve, reject) => {
+      this.stream.write('', (err) => (err ? reject(err) : resolve()));
+    });
+  }
+}

@@ -1,0 +1,3 @@
+// Test connectors for runtime, CLI and plane tests: `@sluice/runtime/testing`.
+export * from './test-capture.ts';
+export * from './test-materialize.ts';
