@@ -1,0 +1,132 @@
+// The SQLite client over node:sqlite (synchronous underneath; the Connection interface is async so the
+// core is the same for networked databases). WAL mode, synchronous=FULL, a busy timeout for the rare
+// moment two instances (a zombie and its successor) touch the same file.
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import type { StatementSync } from 'node:sqlite';
+import type { BulkTarget, Client, Connection, PreparedStatement, SqlParam, SqlRow } from '@sluice/materialize-sql';
+import { SqlConfigError, SqlError } from '@sluice/materialize-sql';
+
+export interface SqliteClientOptions {
+  /** Milliseconds to wait for a lock held by another connection. */
+  busyTimeoutMs?: number;
+}
+
+function sqlError(err: unknown, sql: string): SqlError {
+  const e = err as { message?: string; errcode?: number };
+  return new SqlError(`${e.message ?? String(err)} (in: ${sql.length > 300 ? `${sql.slice(0, 300)}…` : sql})`, { cause: err, ...(e.errcode === undefined ? {} : { number: e.errcode }) });
+}
+
+type Bindable = null | number | bigint | string | Uint8Array;
+
+function bind(params: readonly SqlParam[]): Bindable[] {
+  const out: Bindable[] = new Array(params.length);
+  for (let i = 0; i < params.length; i++) {
+    const p = params[i];
+    out[i] = typeof p === 'boolean' ? (p ? 1 : 0) : (p as Bindable);
+  }
+  return out;
+}
+
+class SqliteConnection implements Connection {
+  readonly #db: DatabaseSync;
+  readonly #cache = new Map<string, StatementSync>();
+  #inTxn = false;
+
+  constructor(db: DatabaseSync) { this.#db = db; }
+
+  #stmt(sql: string): StatementSync {
+    let s = this.#cache.get(sql);
+    if (s === undefined) {
+      try { s = this.#db.prepare(sql); } catch (err) { throw sqlError(err, sql); }
+      if (this.#cache.size > 256) this.#cache.clear();
+      this.#cache.set(sql, s);
+    }
+    return s;
+  }
+
+  async exec(sql: string, params: readonly SqlParam[] = []): Promise<number> {
+    const s = this.#stmt(sql);
+    try { return Number(s.run(...bind(params)).changes); } catch (err) { throw sqlError(err, sql); }
+  }
+
+  async query(sql: string, params: readonly SqlParam[] = []): Promise<SqlRow[]> {
+    const s = this.#stmt(sql);
+    try { return s.all(...bind(params)) as SqlRow[]; } catch (err) { throw sqlError(err, sql); }
+  }
+
+  async *queryRows(sql: string, params: readonly SqlParam[] = []): AsyncIterable<SqlRow> {
+    const s = this.#stmt(sql);
+    let it: Iterator<unknown>;
+    try { it = s.iterate(...bind(params)); } catch (err) { throw sqlError(err, sql); }
+    while (true) {
+      let r: IteratorResult<unknown>;
+      try { r = it.next(); } catch (err) { throw sqlError(err, sql); }
+      if (r.done === true) return;
+      yield r.value as SqlRow;
+    }
+  }
+
+  async bulkInsert(target: BulkTarget, rows: AsyncIterable<readonly SqlParam[]> | Iterable<readonly SqlParam[]>): Promise<number> {
+    const sql = `INSERT INTO ${target.identifier} (${target.columns.map((c) => c.identifier).join(', ')}) VALUES (${target.columns.map((_, i) => `?${i + 1}`).join(', ')});`;
+    const s = this.#stmt(sql);
+    let n = 0;
+    try {
+      if (Symbol.iterator in rows) for (const r of rows) { s.run(...bind(r)); n++; }
+      else for await (const r of rows) { s.run(...bind(r)); n++; }
+    } catch (err) { throw sqlError(err, sql); }
+    return n;
+  }
+
+  prepare(sql: string): PreparedStatement {
+    const s = this.#stmt(sql);
+    return {
+      run(params: readonly SqlParam[]): number {
+        try { return Number(s.run(...bind(params)).changes); } catch (err) { throw sqlError(err, sql); }
+      },
+    };
+  }
+
+  async begin(): Promise<void> {
+    // IMMEDIATE: take the write lock now, so a transaction never fails half-way to upgrade its lock.
+    this.#db.exec('BEGIN IMMEDIATE');
+    this.#inTxn = true;
+  }
+  async commit(): Promise<void> { this.#db.exec('COMMIT'); this.#inTxn = false; }
+  async rollback(): Promise<void> {
+    if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
+    this.#inTxn = false;
+  }
+  async close(): Promise<void> {
+    if (!this.#db.isOpen) return;
+    if (this.#inTxn || this.#db.isTransaction) { try { this.#db.exec('ROLLBACK'); } catch { /* closing anyway */ } }
+    this.#cache.clear();
+    this.#db.close();
+  }
+}
+
+/** A client for one SQLite database file. */
+export class SqliteClient implements Client {
+  readonly path: string;
+  readonly #busyTimeoutMs: number;
+
+  constructor(path: string, options: SqliteClientOptions = {}) {
+    if (path.trim() === '') throw new SqlConfigError(`endpoint 'path' is empty: set it to the SQLite database file to write, e.g. "data/out.db"`);
+    this.path = path === ':memory:' ? path : resolve(path);
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? 60_000;
+  }
+
+  async connect(): Promise<Connection> {
+    let db: DatabaseSync;
+    try {
+      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+      db = new DatabaseSync(this.path, { timeout: this.#busyTimeoutMs });
+      db.exec('PRAGMA journal_mode = WAL');
+      db.exec('PRAGMA synchronous = FULL');
+    } catch (cause) {
+      throw new SqlConfigError(`cannot open SQLite database '${this.path}': ${(cause as Error).message}. Check that 'path' names a writable file`, { cause });
+    }
+    return new SqliteConnection(db);
+  }
+}
