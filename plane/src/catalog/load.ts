@@ -115,6 +115,8 @@ class Loader {
     if (!isObject(doc)) return;
     const valid = (validate.errors ?? []).length === 0;
 
+    // This file's own definitions are registered before its imports', so a duplicate is reported in the import.
+    if (valid) this.register(src, doc);
     if (Array.isArray(doc.import)) {
       for (const [i, imp] of doc.import.entries()) {
         if (typeof imp !== 'string') continue;
@@ -122,7 +124,9 @@ class Loader {
         if (target) await this.loadFile(target, { src, pointer: pointerOf('import', i) });
       }
     }
-    if (!valid) return; // positions of problems were reported; don't build from an invalid file
+  }
+
+  register(src: SourceFile, doc: JsonObject): void {
     for (const kind of ['collections', 'captures', 'materializations', 'tests'] as const) {
       const section = doc[kind];
       if (!isObject(section)) continue;
