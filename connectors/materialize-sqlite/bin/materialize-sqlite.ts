@@ -1,0 +1,6 @@
+#!/usr/bin/env node
+// materialize-sqlite: the materialize protocol on stdin/stdout, writing into an embedded SQLite file.
+import { runMaterializeMain } from '@sluice/runtime';
+import { materializeSqlite } from '../src/connector.ts';
+
+await runMaterializeMain(materializeSqlite);
