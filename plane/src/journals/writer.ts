@@ -52,6 +52,18 @@ export class CollectionWriter {
     }
     const err = this.#validate(doc);
     if (err !== null) throw new DocumentError(this.collection.name, err);
+    const labels = this.#labels(doc);
+    const stamped = structuredClone(doc) as JsonObject;
+    setPointer(stamped, this.#uuidPtr, this.#uuids.next());
+    return { journal: journalName(this.collection.name, labels), labels, json: JSON.stringify(stamped) };
+  }
+
+  /** The journal a document belongs to (throws DocumentError for a non-scalar partition value). */
+  journalOf(doc: JsonValue): string {
+    return journalName(this.collection.name, this.#labels(doc));
+  }
+
+  #labels(doc: JsonValue): PartitionLabels {
     const labels: PartitionLabels = {};
     for (const { field, ptr } of this.#partitions) {
       const v = resolvePointer(doc, ptr);
@@ -60,9 +72,7 @@ export class CollectionWriter {
       }
       labels[field] = encodePartitionValue(v);
     }
-    const stamped = structuredClone(doc) as JsonObject;
-    setPointer(stamped, this.#uuidPtr, this.#uuids.next());
-    return { journal: journalName(this.collection.name, labels), labels, json: JSON.stringify(stamped) };
+    return labels;
   }
 
   append(tx: JournalTx, prepared: PreparedDoc): number {

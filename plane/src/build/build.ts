@@ -1,0 +1,143 @@
+// Turning the loaded catalog into the protocol specs tasks are opened with: run each connector's
+// validate, compute resource paths, state keys and (for materializations) field selections from the
+// constraints and the catalog's `fields`, then apply. Errors name the task, binding and field.
+import {
+  SluiceError, type CaptureBindingSpec, type CaptureSpec, type Constraint, type JsonObject, type LabelSelector,
+  type MaterializationBindingSpec, type MaterializationSpec,
+} from '@sluice/runtime';
+import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef, PartitionSelectorDef } from '../catalog/types.ts';
+import { encodePartitionValue } from '../journals/names.ts';
+import { connectorTypeOf, endpointConfig, unary, type Launcher } from '../tasks/launcher.ts';
+import { PARTITION_LABEL_PREFIX } from '../tasks/materialize.ts';
+import { selectFields } from './field-selection.ts';
+
+export class BuildError extends SluiceError {
+  readonly errors: string[];
+  constructor(errors: string[]) {
+    super('BUILD', errors.length === 1 ? errors[0]! : `${errors.length} problems:\n - ${errors.join('\n - ')}`);
+    this.errors = errors;
+  }
+}
+
+/** Flow's stateKey: the resource path components percent-encoded, joined; `.v<N>` after a backfill. */
+export function stateKeyOf(resourcePath: string[], backfill: number): string {
+  const base = resourcePath.map((c) => encodeURIComponent(c)).join('%2F');
+  return backfill > 0 ? `${base}.v${backfill}` : base;
+}
+
+export function partitionSelectorOf(sel: PartitionSelectorDef): { include?: LabelSelector; exclude?: LabelSelector } {
+  const labels = (m: PartitionSelectorDef['include']) => Object.entries(m).flatMap(([field, values]) =>
+    values.map((v) => ({ name: `${PARTITION_LABEL_PREFIX}${field}`, value: encodePartitionValue(v) })));
+  const out: { include?: LabelSelector; exclude?: LabelSelector } = {};
+  const inc = labels(sel.include);
+  const exc = labels(sel.exclude);
+  if (inc.length) out.include = { labels: inc };
+  if (exc.length) out.exclude = { labels: exc };
+  return out;
+}
+
+export interface BuildOptions {
+  launcher: Launcher;
+  /** Build id (the publication's), sent as `version`. */
+  version: string;
+  /** Run the connector's apply (false for dry builds). */
+  apply: boolean;
+  /** The previously applied spec, if any. */
+  last?: CaptureSpec | MaterializationSpec;
+}
+
+export async function buildCapture(catalog: Catalog, def: CaptureDef, opts: BuildOptions): Promise<BuiltCapture & { actionDescription: string }> {
+  const errors: string[] = [];
+  const active = def.bindings.filter((b) => !b.disable);
+  const collections = active.map((b, i) => {
+    const c = catalog.collections.get(b.target);
+    if (c === undefined) errors.push(`capture "${def.name}" binding ${i}: target collection "${b.target}" is not defined in the catalog`);
+    return c;
+  });
+  if (errors.length) throw new BuildError(errors);
+  const config = endpointConfig(def.endpoint);
+  const connectorType = connectorTypeOf(def.endpoint);
+  const validated = await unary(opts.launcher.capture(def.endpoint, def.name), {
+    validate: {
+      name: def.name, connectorType, config,
+      bindings: active.map((b, i) => ({ resourceConfig: b.resource, collection: collections[i]!.spec, ...(b.backfill ? { backfill: b.backfill } : {}) })),
+    },
+  }, 'validated', def.name);
+  const vb = (validated.bindings ?? []) as { resourcePath?: string[] }[];
+  if (vb.length !== active.length) throw new BuildError([`capture "${def.name}": connector validated ${vb.length} binding(s) but the capture has ${active.length}`]);
+  const bindings: CaptureBindingSpec[] = active.map((b, i) => {
+    const resourcePath = vb[i]?.resourcePath ?? [];
+    const spec: CaptureBindingSpec = { resourceConfig: b.resource, resourcePath, collection: collections[i]!.spec, stateKey: stateKeyOf(resourcePath, b.backfill) };
+    if (b.backfill) spec.backfill = b.backfill;
+    return spec;
+  });
+  const spec: CaptureSpec = { name: def.name, connectorType, config, bindings, intervalSeconds: def.intervalSeconds };
+  let actionDescription = '';
+  if (opts.apply) {
+    const applied = await unary(opts.launcher.capture(def.endpoint, def.name), {
+      apply: { capture: spec, version: opts.version, ...(opts.last ? { lastCapture: opts.last as CaptureSpec } : {}) },
+    }, 'applied', def.name);
+    actionDescription = String(applied.actionDescription ?? '');
+  }
+  return { def, spec, actionDescription };
+}
+
+export async function buildMaterialization(catalog: Catalog, def: MaterializationDef, opts: BuildOptions): Promise<BuiltMaterialization & { actionDescription: string }> {
+  const errors: string[] = [];
+  const active = def.bindings.filter((b) => !b.disable);
+  const collections = active.map((b, i) => {
+    const c = catalog.collections.get(b.source);
+    if (c === undefined) errors.push(`materialization "${def.name}" binding ${i}: source collection "${b.source}" is not defined in the catalog`);
+    for (const field of [...Object.keys(b.partitions.include), ...Object.keys(b.partitions.exclude)]) {
+      if (c && !(c.spec.partitionFields ?? []).includes(field)) errors.push(`materialization "${def.name}" binding ${i}: partition selector names "${field}", which is not a logical partition of "${b.source}"`);
+    }
+    return c;
+  });
+  if (errors.length) throw new BuildError(errors);
+  const config = endpointConfig(def.endpoint);
+  const connectorType = connectorTypeOf(def.endpoint);
+  const validated = await unary(opts.launcher.materialize(def.endpoint, def.name), {
+    validate: {
+      name: def.name, connectorType, config,
+      bindings: active.map((b, i) => {
+        const fieldConfig: JsonObject = {};
+        for (const [f, v] of Object.entries(b.fields.include)) if (v !== null && typeof v === 'object' && Object.keys(v).length) fieldConfig[f] = v;
+        return { resourceConfig: b.resource, collection: collections[i]!.spec, ...(Object.keys(fieldConfig).length ? { fieldConfig } : {}), ...(b.backfill ? { backfill: b.backfill } : {}) };
+      }),
+      ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}),
+    },
+  }, 'validated', def.name);
+  const vb = (validated.bindings ?? []) as { resourcePath?: string[]; constraints?: Record<string, Constraint>; deltaUpdates?: boolean }[];
+  if (vb.length !== active.length) throw new BuildError([`materialization "${def.name}": connector validated ${vb.length} binding(s) but the materialization has ${active.length}`]);
+  const bindings: MaterializationBindingSpec[] = active.map((b, i) => {
+    const v = vb[i]!;
+    const collection = collections[i]!.spec;
+    const deltaUpdates = v.deltaUpdates === true;
+    const { selection, errors: fieldErrors } = selectFields({
+      where: `materialization "${def.name}" binding ${i} (${b.source})`,
+      collection, fields: b.fields, constraints: v.constraints ?? {}, deltaUpdates,
+    });
+    errors.push(...fieldErrors);
+    const resourcePath = v.resourcePath ?? [];
+    const stateKey = stateKeyOf(resourcePath, b.backfill);
+    const spec: MaterializationBindingSpec = {
+      resourceConfig: b.resource, resourcePath, collection, fieldSelection: selection,
+      journalReadSuffix: `materialize/${def.name}/${stateKey}`, stateKey,
+    };
+    const sel = partitionSelectorOf(b.partitions);
+    if (sel.include || sel.exclude) spec.partitionSelector = sel;
+    if (deltaUpdates) spec.deltaUpdates = true;
+    if (b.backfill) spec.backfill = b.backfill;
+    return spec;
+  });
+  if (errors.length) throw new BuildError(errors);
+  const spec: MaterializationSpec = { name: def.name, connectorType, config, bindings };
+  let actionDescription = '';
+  if (opts.apply) {
+    const applied = await unary(opts.launcher.materialize(def.endpoint, def.name), {
+      apply: { materialization: spec, version: opts.version, ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}) },
+    }, 'applied', def.name);
+    actionDescription = String(applied.actionDescription ?? '');
+  }
+  return { def, spec, actionDescription };
+}
