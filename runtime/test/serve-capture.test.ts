@@ -7,6 +7,7 @@ import { createTestCapture } from '../src/testing/test-capture.ts';
 import { Collector, LogCollector, serve } from './helpers.ts';
 
 const capture = createTestCapture();
+const anyCapture = capture as unknown as CaptureConnector;
 const binding = (name: string, extra: object = {}) => ({
   resourceConfig: { name }, resourcePath: [name], collection: { name: `acmeCo/${name}`, key: ['/id'] }, stateKey: `${name}.v1`, ...extra,
 });
@@ -160,23 +161,23 @@ describe('serveCapture: sessions', () => {
     assert.equal(error?.message, '"acknowledge" request (line 2): checkpoints must be an integer of at least 1, got 0');
   });
   it('connector output naming a binding out of range is a ProtocolError', async () => {
-    const bad = { ...capture, async *open() { yield { captured: { binding: 3, doc: {} } } as CaptureOutput; } };
+    const bad = { ...anyCapture, async *open() { yield { captured: { binding: 3, doc: {} } } as CaptureOutput; } };
     const { out, error } = await serve(serveCapture, bad, [open([binding('a')])]);
     assert.deepEqual(out, ['{"opened":{}}']);
     assert.equal(error?.message, 'captured document: binding 3 is out of range (the task has 1 binding)');
   });
   it('connector output that is not a document object is a ProtocolError', async () => {
-    const bad = { ...capture, async *open() { yield { captured: { doc: [1] } } as unknown as CaptureOutput; } };
+    const bad = { ...anyCapture, async *open() { yield { captured: { doc: [1] } } as unknown as CaptureOutput; } };
     const { error } = await serve(serveCapture, bad, [open([binding('a')])]);
     assert.equal(error?.message, 'captured document for binding 0: doc must be a JSON object');
   });
   it('connector output with two variants is a ProtocolError', async () => {
-    const bad = { ...capture, async *open() { yield { captured: { doc: {} }, checkpoint: {} } as unknown as CaptureOutput; } };
+    const bad = { ...anyCapture, async *open() { yield { captured: { doc: {} }, checkpoint: {} } as unknown as CaptureOutput; } };
     const { error } = await serve(serveCapture, bad, [open([binding('a')])]);
     assert.equal(error?.message, 'the connector yielded an output with variants captured, checkpoint; expected exactly one of "captured", "checkpoint", "sourcedSchema"');
   });
   it('sourcedSchema and an empty checkpoint are encoded exactly; unknown fields are not emitted', async () => {
-    const c = { ...capture, async *open() {
+    const c = { ...anyCapture, async *open() {
       yield { sourcedSchema: { binding: 0, documentSchema: { type: 'object' } } };
       yield { captured: { doc: { a: 1 }, extra: true } as never };
       yield { checkpoint: {} };
@@ -186,7 +187,7 @@ describe('serveCapture: sessions', () => {
     assert.deepEqual(out, ['{"opened":{}}', '{"sourcedSchema":{"documentSchema":{"type":"object"}}}', '{"captured":{"doc":{"a":1}}}', '{"checkpoint":{}}', '{"checkpoint":{"state":{"updated":{"x":1}}}}']);
   });
   it('documents after the last checkpoint are reported as discarded', async () => {
-    const c = { ...capture, async *open() { yield { captured: { doc: { a: 1 } } }; } } as CaptureConnector;
+    const c = { ...anyCapture, async *open() { yield { captured: { doc: { a: 1 } } }; } } as CaptureConnector;
     const { logs } = await serve(serveCapture, c, [open([binding('a')])]);
     assert.deepEqual(logs.entries, [{ level: 'warn', msg: 'the capture ended with documents after its last checkpoint; they are discarded', fields: { documents: 1 } }]);
   });
@@ -209,7 +210,7 @@ describe('serveCapture: sessions', () => {
   });
   it('backpressure: the connector is paused while the output is full', async () => {
     let produced = 0;
-    const c = { ...capture, async *open() { for (let i = 0; i < 10_000; i++) { produced++; yield { captured: { doc: { i, pad: 'x'.repeat(100) } } }; } yield { checkpoint: {} }; } } as CaptureConnector;
+    const c = { ...anyCapture, async *open() { for (let i = 0; i < 10_000; i++) { produced++; yield { captured: { doc: { i, pad: 'x'.repeat(100) } } }; } yield { checkpoint: {} }; } } as CaptureConnector;
     const { Writable } = await import('node:stream');
     const held: (() => void)[] = [];
     let text = '';
