@@ -76,7 +76,7 @@ describe('serveMaterialize: malformed and out-of-order input', () => {
     });
   }
   it('invalid resource config names the binding and pointer', async () => {
-    const { error } = await serve(serveMaterialize, mat, [open([{ ...binding('users'), resourceConfig: { table: '', delta: 'yes' } }])]);
+    const { error } = await serve(serveMaterialize, mat, [open([{ ...binding('users'), resourceConfig: { table: '', delta: 'yes' } as { table: string } }])]);
     assert.equal(error?.name, 'ConfigError');
     assert.equal(error?.message, 'Invalid resource config of binding 0 (acmeCo/users) (2 problems): /table must NOT have fewer than 1 characters; /delta must be of type boolean');
   });
