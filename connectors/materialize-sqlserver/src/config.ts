@@ -57,7 +57,6 @@ export const CONFIG_SCHEMA = {
         'When enabled, documents deleted at the source delete their rows. Otherwise deletions are stored as rows '
         + 'marked by the _meta/op field (soft delete).',
       default: false,
-      nonsensitive: true,
       order: 5,
     },
     credentials: {
@@ -181,7 +180,6 @@ export const RESOURCE_SCHEMA = {
       title: 'Delta Update',
       description: 'Should updates to this table be done via delta updates. Default is false.',
       default: false,
-      nonsensitive: true,
       'x-delta-updates': true,
       order: 2,
     },

@@ -146,7 +146,7 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     switch (input.flatType) {
       case 'integer': {
         const n = input.projection.inference?.numeric;
-        const tooBig = (n?.hasMaximum === true && (n.maximum ?? 0) >= INT64_MAX) || (n?.hasMinimum === true && (n.minimum ?? 0) < INT64_MIN);
+        const tooBig = (n?.hasMaximum === true && (n.maximum ?? 0) > INT64_MAX) || (n?.hasMinimum === true && (n.minimum ?? 0) < INT64_MIN);
         if (tooBig) return { ddl: isKey ? PKTEXT : TEXT, toParam: toDecimalText };
         return { ddl: 'BIGINT', toParam: (v) => toBigInt(v, field) };
       }

@@ -1,0 +1,126 @@
+// materialize-sqlserver: the shared SQL core (validate, apply, fence, transactor) over the T-SQL dialect and the
+// mssql client. This file adds what is specific to SQL Server: reading the server's collations and version at
+// connect, the CREATE TABLE permission check in validate, and the offline review (apply with dryRun renders
+// every statement without connecting).
+import { sqlMaterializeConnector } from '@sluice/materialize-sql';
+import type { SqlEndpoint } from '@sluice/materialize-sql';
+import { ConfigError } from '@sluice/runtime';
+import type { JsonObject, Logger, MaterializeConnector } from '@sluice/runtime';
+import {
+  CONFIG_SCHEMA, DOCUMENTATION_URL, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig, resourcePath,
+} from './config.ts';
+import type { EndpointConfig, ResourceConfig } from './config.ts';
+import { COLLATIONS_QUERY, chooseCollation } from './collation.ts';
+import { checkpointsTablePath, createSqlServerDialect } from './sqlserver-dialect.ts';
+import { SqlServerClient } from './sqlserver-client.ts';
+import type { ClientOptions, SqlServerConnection } from './sqlserver-client.ts';
+import { missingCreateTableError } from './errors.ts';
+import { defaultPortWarning, parseAddress } from './address.ts';
+import { reviewStatements } from './review.ts';
+
+export const SERVER_INFO_QUERY = `SELECT CAST(SERVERPROPERTY('ProductMajorVersion') AS int) AS major, CAST(SERVERPROPERTY('EngineEdition') AS int) AS edition, SCHEMA_NAME() AS default_schema;`;
+export const CREATE_TABLE_PERMISSION_QUERY = `SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'CREATE TABLE') AS can_create;`;
+
+/** SQL Server 2017 is major version 14. Azure SQL Database (edition 5) and Managed Instance (8) report older numbers but are current. */
+export function checkServerVersion(major: number | null, edition: number | null): void {
+  if (edition === 5 || edition === 8) return;
+  if (major !== null && major < 14) {
+    throw new ConfigError(`SQL Server major version ${major} is not supported: the connector needs SQL Server 2017 (version 14) or later`);
+  }
+}
+
+export interface ConnectorDeps {
+  clientOptions?: Omit<ClientOptions, 'log'>;
+}
+
+async function inspectServer(conn: SqlServerConnection): Promise<{ collation: string; defaultSchema: string | undefined }> {
+  const [info] = await conn.query(SERVER_INFO_QUERY);
+  checkServerVersion(info?.major === null || info?.major === undefined ? null : Number(info.major), info?.edition === null || info?.edition === undefined ? null : Number(info.edition));
+  const names = (await conn.query(COLLATIONS_QUERY)).map((r) => String(r.name));
+  const collation = chooseCollation(names);
+  if (collation === undefined) {
+    throw new ConfigError('the server offers no Latin1_General binary collation (sys.fn_helpcollations); SQL Server 2017 or later is required');
+  }
+  const ds = info?.default_schema;
+  return { collation, defaultSchema: ds === null || ds === undefined ? undefined : String(ds) };
+}
+
+export function sqlServerEndpoint(deps: ConnectorDeps = {}): SqlEndpoint<EndpointConfig, ResourceConfig> {
+  return {
+    configSchema: CONFIG_SCHEMA,
+    resourceConfigSchema: RESOURCE_SCHEMA,
+    documentationUrl: DOCUMENTATION_URL,
+    async connect(config: EndpointConfig, log: Logger) {
+      const client = new SqlServerClient(config, { ...deps.clientOptions, log });
+      try {
+        const conn = await client.connect();
+        try {
+          const { collation, defaultSchema } = await inspectServer(conn);
+          log.debug('connected to SQL Server', { collation, defaultSchema });
+          const dialect = createSqlServerDialect({ collation, flags: parseFeatureFlags(config.advanced?.feature_flags) });
+          return { dialect, client };
+        } finally {
+          await conn.close();
+        }
+      } catch (err) {
+        await client.close();
+        throw err;
+      }
+    },
+    resourcePath: (resource, config) => resourcePath(resource, config),
+    deltaUpdates: (resource) => resource.delta_updates === true,
+    hardDelete: (config) => config.hardDelete === true,
+    checkpointsTable: (config) => checkpointsTablePath(config.schema),
+  };
+}
+
+/** Validate's prerequisite: the user may create tables (apply creates them). */
+export async function checkPrerequisites(config: EndpointConfig, log: Logger, deps: ConnectorDeps = {}): Promise<void> {
+  const client = new SqlServerClient(config, { ...deps.clientOptions, log });
+  try {
+    const conn = await client.connect();
+    try {
+      const [row] = await conn.query(CREATE_TABLE_PERMISSION_QUERY);
+      if (Number(row?.can_create ?? 0) !== 1) throw missingCreateTableError(client.target);
+    } finally {
+      await conn.close();
+    }
+  } finally {
+    await client.close();
+  }
+}
+
+/** The connector: configs are parsed (beyond the schema) before the shared core sees them. */
+export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeConnector<JsonObject, JsonObject> {
+  const inner = sqlMaterializeConnector(sqlServerEndpoint(deps));
+  const resources = <B extends { resource: JsonObject }>(bindings: B[]) =>
+    bindings.map((b, i) => ({ ...b, resource: parseResourceConfig(b.resource, `resource config of binding ${i}`) }));
+  return {
+    configSchema: CONFIG_SCHEMA,
+    resourceConfigSchema: RESOURCE_SCHEMA,
+    documentationUrl: DOCUMENTATION_URL,
+    async validate(ctx) {
+      const config = parseEndpointConfig(ctx.config);
+      const bindings = resources(ctx.bindings);
+      await checkPrerequisites(config, ctx.log, deps);
+      return inner.validate({ ...ctx, config, bindings });
+    },
+    async apply(ctx) {
+      const config = parseEndpointConfig(ctx.config);
+      const bindings = resources(ctx.bindings);
+      if (ctx.dryRun) {
+        const addr = parseAddress(config.address);
+        if (addr.portDefaulted) ctx.log.warn(defaultPortWarning(addr));
+        // Offline review: nothing connects; every statement the connector would run is listed.
+        const actionDescription = reviewStatements({ materialization: ctx.materialization, config, bindings });
+        ctx.log.info('apply (dry run): listed the statements without connecting', { bindings: bindings.length });
+        return { actionDescription };
+      }
+      return inner.apply({ ...ctx, config, bindings });
+    },
+    async open(ctx) {
+      const config = parseEndpointConfig(ctx.config);
+      return inner.open({ ...ctx, config, bindings: resources(ctx.bindings) });
+    },
+  };
+}
