@@ -72,14 +72,18 @@ export async function buildCapture(catalog: Catalog, def: CaptureDef, opts: Buil
     return spec;
   });
   const spec: CaptureSpec = { name: def.name, connectorType, config, bindings, intervalSeconds: def.intervalSeconds };
-  let actionDescription = '';
-  if (opts.apply) {
-    const applied = await unary(opts.launcher.capture(def.endpoint, def.name), {
-      apply: { capture: spec, version: opts.version, ...(opts.last ? { lastCapture: opts.last as CaptureSpec } : {}) },
-    }, 'applied', def.name);
-    actionDescription = String(applied.actionDescription ?? '');
-  }
-  return { def, spec, actionDescription };
+  const built = { def, spec, actionDescription: '' };
+  if (opts.apply) built.actionDescription = await applyCapture(built, opts);
+  return built;
+}
+
+/** Runs the connector's apply for a built capture; returns its action description. */
+export async function applyCapture(built: BuiltCapture, opts: Pick<BuildOptions, 'launcher' | 'version' | 'last'>): Promise<string> {
+  const { def, spec } = built;
+  const applied = await unary(opts.launcher.capture(def.endpoint, def.name), {
+    apply: { capture: spec, version: opts.version, ...(opts.last ? { lastCapture: opts.last as CaptureSpec } : {}) },
+  }, 'applied', def.name);
+  return String(applied.actionDescription ?? '');
 }
 
 export async function buildMaterialization(catalog: Catalog, def: MaterializationDef, opts: BuildOptions): Promise<BuiltMaterialization & { actionDescription: string }> {
@@ -132,12 +136,16 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
   });
   if (errors.length) throw new BuildError(errors);
   const spec: MaterializationSpec = { name: def.name, connectorType, config, bindings };
-  let actionDescription = '';
-  if (opts.apply) {
-    const applied = await unary(opts.launcher.materialize(def.endpoint, def.name), {
-      apply: { materialization: spec, version: opts.version, ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}) },
-    }, 'applied', def.name);
-    actionDescription = String(applied.actionDescription ?? '');
-  }
-  return { def, spec, actionDescription };
+  const built = { def, spec, actionDescription: '' };
+  if (opts.apply) built.actionDescription = await applyMaterialization(built, opts);
+  return built;
+}
+
+/** Runs the connector's apply for a built materialization; returns its action description. */
+export async function applyMaterialization(built: BuiltMaterialization, opts: Pick<BuildOptions, 'launcher' | 'version' | 'last'>): Promise<string> {
+  const { def, spec } = built;
+  const applied = await unary(opts.launcher.materialize(def.endpoint, def.name), {
+    apply: { materialization: spec, version: opts.version, ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}) },
+  }, 'applied', def.name);
+  return String(applied.actionDescription ?? '');
 }

@@ -1,0 +1,115 @@
+// Keeps one task's shard running: start a session, report shard status and failures to the control
+// recorder, restart a capture `intervalSeconds` after it exits cleanly, and back off exponentially
+// (1 s doubling to 5 min) after failures. Stopping aborts the running session.
+import type { ControlRecorder } from '../control/recorder.ts';
+import type { ConnectorLogEvent } from './session.ts';
+
+export interface SessionContext {
+  signal: AbortSignal;
+  /** Call once the connector has opened: the shard is then `Ok`. */
+  opened: () => void;
+  /** Pass every connector log line here (connectorStatus events reach the recorder). */
+  onLog: (event: ConnectorLogEvent) => void;
+}
+
+export interface TaskRunnerOptions {
+  name: string;
+  kind: 'capture' | 'materialization';
+  buildId: string;
+  recorder: ControlRecorder;
+  /** Seconds between the end of a clean capture session and the next start. */
+  intervalSeconds: number;
+  runSession: (ctx: SessionContext) => Promise<void>;
+  log?: (message: string) => void;
+  /** Cap for the failure back-off, in ms (tests shorten it). */
+  maxBackoffMs?: number;
+}
+
+export function backoffMs(failures: number, max = 300_000): number {
+  return Math.min(1000 * 2 ** Math.max(0, failures - 1), max);
+}
+
+export class TaskRunner {
+  readonly options: TaskRunnerOptions;
+  readonly #abort = new AbortController();
+  #done: Promise<void> | undefined;
+  /** Consecutive failures; reset by a session that opens. */
+  failures = 0;
+  sessions = 0;
+  lastError: string | undefined;
+
+  constructor(options: TaskRunnerOptions) {
+    this.options = options;
+  }
+
+  start(): void {
+    this.#done ??= this.#loop();
+  }
+
+  /** Stops the task and waits for its session to end. */
+  async stop(): Promise<void> {
+    this.#abort.abort();
+    await this.#done;
+  }
+
+  get stopped(): boolean {
+    return this.#abort.signal.aborted;
+  }
+
+  async #loop(): Promise<void> {
+    const o = this.options;
+    const signal = this.#abort.signal;
+    o.recorder.activated(o.name, o.buildId, new Date());
+    while (!signal.aborted) {
+      o.recorder.shardStatus(o.name, 'Pending', new Date());
+      this.sessions++;
+      try {
+        await o.runSession({
+          signal,
+          opened: () => {
+            this.failures = 0;
+            o.recorder.shardStatus(o.name, 'Ok', new Date());
+          },
+          onLog: (e) => {
+            if (e.fields.eventType === 'connectorStatus') {
+              o.recorder.connectorStatus(o.name, { message: e.message, fields: e.fields, ts: e.ts, buildId: o.buildId });
+            }
+          },
+        });
+        if (signal.aborted) break;
+        if (o.kind === 'materialization') throw new Error('the materialization connector ended its session unexpectedly');
+        const next = new Date(Date.now() + o.intervalSeconds * 1000);
+        o.recorder.controllerRun(o.name, { error: null, nextRun: next, at: new Date() });
+        o.log?.(`${o.name}: session complete; next run at ${next.toISOString()}`);
+        await sleep(o.intervalSeconds * 1000, signal);
+      } catch (err) {
+        if (signal.aborted) break;
+        this.failures++;
+        const message = err instanceof Error ? err.message : String(err);
+        this.lastError = message;
+        const delay = backoffMs(this.failures, o.maxBackoffMs);
+        const now = new Date();
+        const nextRetry = new Date(now.getTime() + delay);
+        o.recorder.shardFailure(o.name, { message, fields: { eventType: 'shardFailure', eventTarget: o.name, error: message }, ts: now, nextRetry });
+        o.recorder.shardStatus(o.name, 'Failed', now);
+        o.recorder.controllerRun(o.name, { error: null, nextRun: nextRetry, at: now });
+        o.log?.(`${o.name}: failed (${this.failures} in a row), retrying in ${Math.round(delay / 1000)}s: ${message}`);
+        await sleep(delay, signal);
+        if (!signal.aborted) o.recorder.activated(o.name, o.buildId, new Date());
+      }
+    }
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}
