@@ -22,6 +22,14 @@ export interface PublicationOutcome {
   pubId: string;
   /** Build id of every spec in the publication, by catalog name. */
   buildIds: Map<string, string>;
+  /**
+   * Tasks that must run a different image than their catalog names: a materialization on an older
+   * materialize-sqlserver tag is upgraded to the current version when its spec is edited (SPEC, Versioning),
+   * and keeps running the upgraded image on later (touch) publications. By catalog name.
+   */
+  upgradedImages?: Map<string, string>;
+  /** Upgrades made by this publication (its detail says so too). */
+  upgrades?: { catalogName: string; from: string; to: string }[];
 }
 
 export interface ShardFailureInput {
@@ -48,6 +56,8 @@ export interface ControlRecorder {
     detail: string;
     result: JobStatusType;
     errors?: { detail: string; catalog_name?: string; scope?: string }[];
+    /** Keep live specs missing from `specs` (default false: a publication is the whole catalog; others are deleted). */
+    partial?: boolean;
   }): PublicationOutcome;
   /** A task's shard was (re)started with this build. */
   activated(catalogName: string, buildId: string, at: Date): void;
