@@ -1,0 +1,31 @@
+#!/usr/bin/env node
+// source-http-file: speaks the Flow capture protocol (JSON codec) on stdin/stdout.
+// Environment (optional): HTTP_FILE_CHECKPOINT_EVERY, HTTP_FILE_MAX_RETRIES, HTTP_FILE_BACKOFF_MS,
+// HTTP_FILE_CONNECT_TIMEOUT_MS, HTTP_FILE_IDLE_TIMEOUT_MS (tests and tuning).
+import { runCaptureMain } from '@sluice/runtime';
+import { createHttpFileConnector } from '../src/connector.ts';
+import type { ConnectorOptions } from '../src/connector.ts';
+
+function envInt(name: string): number | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 0) {
+    process.stderr.write(`${JSON.stringify({ level: 'error', message: `${name} must be a non-negative integer, got '${v}'` })}\n`);
+    process.exit(1);
+  }
+  return n;
+}
+
+const http: NonNullable<ConnectorOptions['http']> = {};
+const retries = envInt('HTTP_FILE_MAX_RETRIES');
+if (retries !== undefined) http.maxRetries = retries;
+const backoff = envInt('HTTP_FILE_BACKOFF_MS');
+if (backoff !== undefined) http.backoffBaseMs = backoff;
+const connect = envInt('HTTP_FILE_CONNECT_TIMEOUT_MS');
+if (connect !== undefined) http.connectTimeoutMs = connect;
+const idle = envInt('HTTP_FILE_IDLE_TIMEOUT_MS');
+if (idle !== undefined) http.idleTimeoutMs = idle;
+const every = envInt('HTTP_FILE_CHECKPOINT_EVERY');
+
+await runCaptureMain(createHttpFileConnector({ http, ...(every !== undefined && every > 0 ? { checkpointEvery: every } : {}) }));

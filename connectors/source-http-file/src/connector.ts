@@ -1,0 +1,314 @@
+// The source-http-file connector: spec, discover, validate and one capture sweep per session.
+// State per binding, under bindingStateV1.<stateKey> (upstream-compatible field names):
+//   { path, maxMod, etag, records, complete, minBound }
+// path = the file (`_meta/file`), maxMod = Last-Modified of the version being/last captured (RFC 3339),
+// etag = its ETag, records = documents emitted so far, complete = the version was captured in full,
+// minBound = Last-Modified of the last complete capture (what upstream uses to skip).
+import type {
+  BaseContext, CaptureBinding, CaptureConnector, CaptureOpenContext, CaptureOutput, DiscoveredBinding, JsonObject, JsonSchema,
+  JsonValue, Logger,
+} from '@sluice/runtime';
+import { ConfigError, DecodeError } from './errors.ts';
+import { HttpClient, redactUrl } from './http.ts';
+import type { FileInfo, HttpClientOptions } from './http.ts';
+import { checkParserConfig, parseFile } from './pipeline.ts';
+import { configSchema, resourceSchema } from './schema.ts';
+import type { EndpointConfig, ResourceConfig } from './schema.ts';
+
+export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
+export const DEFAULT_CHECKPOINT_EVERY = 10_000;
+const DISCOVER_SAMPLE_RECORDS = 1000;
+
+export interface ConnectorOptions {
+  /** HTTP timeouts and retry policy (tests shorten them). */
+  http?: Partial<Omit<HttpClientOptions, 'url' | 'user' | 'password' | 'headers' | 'signal' | 'log'>>;
+  /** Emit a checkpoint after this many documents (and at the end of the file). */
+  checkpointEvery?: number;
+}
+
+interface BindingState {
+  path?: string;
+  maxMod?: string | null;
+  etag?: string | null;
+  records?: number;
+  complete?: boolean;
+  minBound?: string;
+}
+
+const ENDPOINT_KEYS = ['url', 'credentials', 'parser', 'headers'];
+const PARSER_KEYS = ['format', 'compression', 'defaultOffset', 'addRecordOffset', 'addValues', 'filename', 'contentType', 'contentEncoding'];
+
+/** Checks what the schema cannot say: unknown keys (decoding is strict, as upstream) and the URL. */
+export function checkConfig(config: EndpointConfig): void {
+  const problems: string[] = [];
+  const unknown = Object.keys(config).filter((k) => !ENDPOINT_KEYS.includes(k));
+  if (unknown.length) problems.push(`unknown endpoint config ${unknown.length === 1 ? 'property' : 'properties'} ${unknown.map((k) => `'${k}'`).join(', ')} (allowed: ${ENDPOINT_KEYS.join(', ')})`);
+  const parserUnknown = Object.keys(config.parser ?? {}).filter((k) => !PARSER_KEYS.includes(k));
+  if (parserUnknown.length) problems.push(`unknown parser ${parserUnknown.length === 1 ? 'property' : 'properties'} ${parserUnknown.map((k) => `'${k}'`).join(', ')}`);
+  if (typeof config.url !== 'string' || config.url.trim() === '') problems.push('url is required');
+  else {
+    try {
+      const u = new URL(config.url);
+      if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) problems.push(`URL "${redactUrl(config.url)}" is not valid (it must be a complete URL with an HTTP scheme and domain)`);
+    } catch (err) {
+      problems.push(`URL is invalid: '${config.url}' (${(err as Error).message}); give a complete URL such as https://example.com/data.csv`);
+    }
+  }
+  try {
+    checkParserConfig(config.parser);
+  } catch (err) {
+    problems.push(`parser.defaultOffset: ${(err as Error).message}`);
+  }
+  if (problems.length) throw new ConfigError(`Invalid endpoint config: ${problems.join('; ')}`);
+}
+
+/** The binding name for a URL: its last non-empty path segment, else the host. */
+export function recommendedName(url: string): string {
+  const u = new URL(url);
+  const segments = u.pathname.replace(/\/+$/, '').split('/');
+  const last = decodeURIComponent(segments[segments.length - 1] ?? '');
+  return (last || u.hostname).replace(/^\/+|\/+$/g, '');
+}
+
+/** The name used for format and compression detection: the last path segment of the URL. */
+export function fileNameOf(url: string): string {
+  const u = new URL(url);
+  const segments = u.pathname.split('/');
+  try {
+    return decodeURIComponent(segments[segments.length - 1] ?? '');
+  } catch {
+    return segments[segments.length - 1] ?? '';
+  }
+}
+
+function dispositionName(value: string | null): string | null {
+  if (!value) return null;
+  const m = /filename\*?=(?:UTF-8'')?"?([^";]+)"?/i.exec(value);
+  return m ? decodeURIComponent(m[1] as string) : null;
+}
+
+function httpClient(config: EndpointConfig, options: ConnectorOptions, ctx: BaseContext<EndpointConfig>): HttpClient {
+  const headers: [string, string][] = [];
+  for (const item of config.headers?.items ?? []) {
+    if (item && typeof item.key === 'string' && item.key !== '') headers.push([item.key, item.value ?? '']);
+  }
+  return new HttpClient({
+    ...options.http,
+    url: config.url,
+    ...(config.credentials ? { user: config.credentials.user ?? '', password: config.credentials.password ?? '' } : {}),
+    headers,
+    signal: ctx.signal,
+    log: ctx.log,
+  });
+}
+
+function metaOf(config: EndpointConfig, info: FileInfo | null): { filename: string; altNames: string[]; contentType: string | null; contentEncoding: string | null } {
+  const altNames: string[] = [];
+  if (info) {
+    const finalName = fileNameOf(info.finalUrl);
+    if (finalName && finalName !== fileNameOf(config.url)) altNames.push(finalName);
+    const disp = dispositionName(info.contentDisposition);
+    if (disp) altNames.push(disp);
+  }
+  return { filename: fileNameOf(config.url), altNames, contentType: info?.contentType ?? null, contentEncoding: info?.contentEncoding ?? null };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Discover: a document schema inferred from a sample.
+
+const INTEGER = /^-?\d+$/;
+const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
+const DATE = /^\d{4}-\d{2}-\d{2}$/;
+const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
+const FORMATS: [string, (s: string) => boolean][] = [
+  ['integer', (s) => INTEGER.test(s)],
+  ['number', (s) => NUMBER.test(s)],
+  ['boolean', (s) => s === 'true' || s === 'false'],
+  ['date', (s) => DATE.test(s) && !Number.isNaN(Date.parse(s))],
+  ['date-time', (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s))],
+];
+
+interface FieldStats { types: Set<string>; formats: Set<string> | null; strings: number }
+
+export function inferSchema(sample: JsonObject[]): JsonSchema {
+  const fields = new Map<string, FieldStats>();
+  for (const record of sample) {
+    for (const [key, value] of Object.entries(record)) {
+      if (key === '_meta') continue;
+      let s = fields.get(key);
+      if (!s) { s = { types: new Set(), formats: null, strings: 0 }; fields.set(key, s); }
+      const t = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
+      s.types.add(t);
+      if (typeof value === 'string') {
+        const fits = new Set(FORMATS.filter(([, test]) => test(value)).map(([f]) => f));
+        s.formats = s.formats === null ? fits : new Set([...s.formats].filter((f) => fits.has(f)));
+        s.strings++;
+      }
+    }
+  }
+  const properties: Record<string, JsonValue> = {
+    _meta: {
+      type: 'object',
+      properties: {
+        file: { type: 'string', description: 'The key of the source file, added automatically by Flow' },
+        offset: { type: 'integer', minimum: 0, description: 'The offset of the record within the source file, added automatically by Flow' },
+      },
+      required: ['file', 'offset'],
+    },
+  };
+  for (const [key, s] of fields) {
+    const types = [...s.types];
+    if (types.includes('integer') && types.includes('number')) types.splice(types.indexOf('integer'), 1);
+    const prop: JsonObject = { type: types.length === 1 ? (types[0] as string) : types.sort() };
+    const format = s.strings > 0 && s.formats ? FORMATS.map(([f]) => f).find((f) => s.formats?.has(f)) : undefined;
+    if (format) prop['format'] = format;
+    properties[key] = prop;
+  }
+  return { type: 'object', 'x-infer-schema': true, required: ['_meta'], properties };
+}
+
+// ------------------------------------------------------------------------------------------------
+
+function stateOf(state: JsonObject, key: string): BindingState {
+  const all = state['bindingStateV1'];
+  if (!all || typeof all !== 'object' || Array.isArray(all)) return {};
+  const s = (all as JsonObject)[key];
+  return s && typeof s === 'object' && !Array.isArray(s) ? (s as BindingState) : {};
+}
+
+function checkpoint(key: string, patch: BindingState): CaptureOutput {
+  return { checkpoint: { state: { updated: { bindingStateV1: { [key]: patch as JsonValue } }, mergePatch: true } } };
+}
+
+async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceConfig>, binding: CaptureBinding<ResourceConfig>, options: ConnectorOptions): AsyncGenerator<CaptureOutput> {
+  const config = ctx.config;
+  const log: Logger = ctx.log.child({ binding: binding.index, stream: binding.resource.stream });
+  const client = httpClient(config, options, ctx);
+  const head = await client.head();
+  const file = redactUrl(config.url);
+  const maxMod = head.lastModifiedDate.toISOString();
+  const etag = head.etag;
+  const prev = stateOf(ctx.state, binding.stateKey);
+  const sameVersion = prev.path === file && prev.maxMod === maxMod && (prev.etag ?? null) === (etag ?? null);
+  if ((sameVersion && prev.complete === true) || (prev.maxMod === undefined && prev.minBound !== undefined && Date.parse(prev.minBound) >= head.lastModifiedDate.getTime())) {
+    log.info('the file is unchanged since the last capture (same Last-Modified and ETag); skipping it', { lastModified: head.lastModified, etag });
+    return;
+  }
+  const resumeFrom = sameVersion && !prev.complete && typeof prev.records === 'number' && prev.records > 0 ? prev.records : 0;
+  if (resumeFrom > 0) log.info(`resuming the capture of this version of the file after ${resumeFrom} documents`, { lastModified: head.lastModified });
+  else yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false });
+
+  const every = options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
+  let info: FileInfo | null = null;
+  let skipped = 0;
+  let firstSkipped: DecodeError | null = null;
+  const body = client.get({ validator: { etag, lastModified: head.lastModified }, onResponse: (i) => { info = i; } });
+  // The GET's headers decide detection; they arrive before the first chunk.
+  const lazyMeta = { get value() { return metaOf(config, info ?? head); } };
+  const bodyIt = body[Symbol.asyncIterator]();
+  const firstChunk = await bodyIt.next();
+  const replay = (async function* () {
+    if (!firstChunk.done) yield firstChunk.value;
+    else return;
+    while (true) {
+      const r = await bodyIt.next();
+      if (r.done) return;
+      yield r.value;
+    }
+  })();
+  const meta = lazyMeta.value;
+  let offset = 0;
+  let sinceCheckpoint = 0;
+  const bindingIndex = binding.index;
+  for await (const batch of parseFile(replay, meta, config.parser, {
+    onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
+    onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
+    onSkippedRow: (err) => {
+      skipped++;
+      firstSkipped ??= err;
+      log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
+    },
+  })) {
+    for (const record of batch) {
+      if (offset < resumeFrom) { offset++; continue; }
+      const m = record['_meta'];
+      if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
+        throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
+      }
+      record['_meta'] = m === undefined ? { file, offset } : { ...(m as JsonObject), file, offset };
+      offset++;
+      yield { captured: { binding: bindingIndex, doc: record } };
+      if (++sinceCheckpoint >= every) {
+        sinceCheckpoint = 0;
+        yield checkpoint(binding.stateKey, { records: offset });
+      }
+    }
+  }
+  if (offset < resumeFrom) {
+    throw new DecodeError(`the file now yields ${offset} documents but ${resumeFrom} were already captured from this version; the parse is not deterministic`);
+  }
+  if (skipped) log.warn(`${skipped} malformed CSV rows were excluded (within errorThreshold)`, { first: (firstSkipped as DecodeError | null)?.message });
+  log.info(`captured ${offset - resumeFrom} documents (file has ${offset})`, { lastModified: head.lastModified, etag });
+  yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod });
+}
+
+export function createHttpFileConnector(options: ConnectorOptions = {}): CaptureConnector<EndpointConfig, ResourceConfig> {
+  return {
+    configSchema: configSchema as unknown as JsonSchema,
+    resourceConfigSchema: resourceSchema as unknown as JsonSchema,
+    documentationUrl: DOCUMENTATION_URL,
+    resourcePathPointers: ['/stream'],
+
+    async discover(ctx) {
+      checkConfig(ctx.config);
+      const config = ctx.config;
+      const client = httpClient(config, options, ctx);
+      const head = await client.head();
+      let info: FileInfo | null = null;
+      const sample: JsonObject[] = [];
+      const body = client.get({ onResponse: (i) => { info = i; } });
+      const it = body[Symbol.asyncIterator]();
+      const first = await it.next();
+      const replay = (async function* () {
+        if (first.done) return;
+        yield first.value;
+        while (true) {
+          const r = await it.next();
+          if (r.done) return;
+          yield r.value;
+        }
+      })();
+      const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser);
+      try {
+        for await (const batch of parsed) {
+          for (const r of batch) if (sample.length < DISCOVER_SAMPLE_RECORDS) sample.push(r);
+          if (sample.length >= DISCOVER_SAMPLE_RECORDS) break;
+        }
+      } finally {
+        await parsed.return(undefined);
+      }
+      const name = recommendedName(config.url);
+      const binding: DiscoveredBinding = {
+        recommendedName: name,
+        resourceConfig: { stream: name },
+        documentSchema: inferSchema(sample),
+        key: ['/_meta/file', '/_meta/offset'],
+      };
+      return [binding];
+    },
+
+    async validate(ctx) {
+      checkConfig(ctx.config);
+      await httpClient(ctx.config, options, ctx).head();
+      return ctx.bindings.map((b) => {
+        if (!b.resource.stream) throw new ConfigError('Invalid resource config: stream is required');
+        return [b.resource.stream];
+      });
+    },
+
+    async *open(ctx) {
+      checkConfig(ctx.config);
+      for (const binding of ctx.bindings) yield* captureBinding(ctx, binding, options);
+    },
+  };
+}

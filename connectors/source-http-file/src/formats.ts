@@ -1,0 +1,131 @@
+// Format resolution and the per-file record decoder: one pure incremental core per format, composed
+// with the charset stage for text formats. Every core takes bytes and returns records.
+import type { JsonObject } from '@sluice/runtime';
+import { AvroRecordParser } from './avro.ts';
+import { CharsetDecoder } from './charset.ts';
+import { CsvRecordParser } from './csv.ts';
+import type { DecodeError } from './errors.ts';
+import { ConfigError } from './errors.ts';
+import type { DatetimeNormalizer } from './datetime.ts';
+import { JsonRecordParser } from './json.ts';
+import { ProtobufRecordParser, compileMessageType } from './protobuf.ts';
+import type { FormatConfig } from './schema.ts';
+import { W3cRecordParser } from './w3c.ts';
+
+export type ResolvedFormat = Exclude<FormatConfig, { type: 'auto' }>;
+
+export interface RecordDecoder {
+  push(chunk: Uint8Array): JsonObject[];
+  end(): JsonObject[];
+}
+
+const UNSUPPORTED: Record<string, string> = { xls: 'excel', xlsx: 'excel', xlsm: 'excel', xml: 'xml', ods: 'ods', parquet: 'parquet' };
+
+export function formatFromName(filename: string): ResolvedFormat | 'unsupported' | null {
+  const segments = filename.slice(1).split('.').slice(1);
+  for (let i = segments.length - 1; i >= 0; i--) {
+    const ext = (segments[i] as string).toLowerCase();
+    if (ext === 'json' || ext === 'jsonl' || ext === 'ndjson') return { type: 'json' };
+    if (ext === 'csv' || ext === 'tsv') return { type: 'csv' };
+    if (ext === 'avro') return { type: 'avro' };
+    if (UNSUPPORTED[ext]) throw new ConfigError(`unsupported format: '${UNSUPPORTED[ext]}' (file '${filename}'); supported formats are csv, json, avro, protobuf and w3cExtendedLog`);
+  }
+  return null;
+}
+
+export function formatFromContentType(contentType: string | null | undefined): ResolvedFormat | null {
+  const essence = (contentType ?? '').split(';')[0]?.trim();
+  if (essence === 'application/json' || essence === 'text/json' || essence === 'application/x-ndjson' || essence === 'application/jsonl') return { type: 'json' };
+  if (essence === 'text/csv' || essence === 'text/tab-separated-values') return { type: 'csv' };
+  if (essence === 'application/avro' || essence === 'avro/binary') return { type: 'avro' };
+  if (essence === 'application/vnd.apache.parquet') throw new ConfigError("unsupported format: 'parquet'; supported formats are csv, json, avro, protobuf and w3cExtendedLog");
+  return null;
+}
+
+/** Explicit format, else extension (outer file name, then zip member name), else Content-Type. */
+export function resolveFormat(explicit: FormatConfig | undefined, names: string[], contentType: string | null | undefined): ResolvedFormat {
+  if (explicit && explicit.type !== 'auto') {
+    const known = ['csv', 'json', 'avro', 'protobuf', 'w3cExtendedLog'];
+    if (!known.includes(explicit.type)) throw new ConfigError(`unsupported format: '${String(explicit.type)}'; supported formats are ${known.join(', ')}`);
+    return explicit;
+  }
+  for (const name of names) {
+    const f = formatFromName(name);
+    if (f) return f as ResolvedFormat;
+  }
+  const ct = formatFromContentType(contentType);
+  if (ct) return ct;
+  throw new ConfigError(`unable to automatically determine the format for file '${names[0] ?? ''}'. explicit format configuration required: set parser.format.type to csv, json, avro, protobuf or w3cExtendedLog`);
+}
+
+class TextDecoderChain implements RecordDecoder {
+  readonly #charset: CharsetDecoder;
+  readonly #parser: { push(text: string): JsonObject[]; end(): JsonObject[] };
+  readonly #after: ((r: JsonObject) => void) | null;
+  constructor(charset: CharsetDecoder, parser: { push(text: string): JsonObject[]; end(): JsonObject[] }, after: ((r: JsonObject) => void) | null) {
+    this.#charset = charset;
+    this.#parser = parser;
+    this.#after = after;
+  }
+  push(chunk: Uint8Array): JsonObject[] {
+    const text = this.#charset.push(chunk);
+    return text.length ? this.#map(this.#parser.push(text)) : [];
+  }
+  end(): JsonObject[] {
+    const a = this.#parser.push(this.#charset.end());
+    return this.#map(a.concat(this.#parser.end()));
+  }
+  #map(records: JsonObject[]): JsonObject[] {
+    if (this.#after) for (const r of records) this.#after(r);
+    return records;
+  }
+}
+
+class BinaryDecoder implements RecordDecoder {
+  readonly #inner: RecordDecoder;
+  readonly #dt: DatetimeNormalizer;
+  constructor(inner: RecordDecoder, dt: DatetimeNormalizer) {
+    this.#inner = inner;
+    this.#dt = dt;
+  }
+  push(chunk: Uint8Array): JsonObject[] {
+    return this.#map(this.#inner.push(chunk));
+  }
+  end(): JsonObject[] {
+    return this.#map(this.#inner.end());
+  }
+  #map(records: JsonObject[]): JsonObject[] {
+    for (const r of records) this.#dt.value(r);
+    return records;
+  }
+}
+
+export interface DecoderOptions {
+  datetimes: DatetimeNormalizer;
+  onSkippedRow?: (error: DecodeError) => void;
+}
+
+/** Builds the record decoder of one file (or zip member). Config problems throw ConfigError here. */
+export function createRecordDecoder(format: ResolvedFormat, options: DecoderOptions): RecordDecoder {
+  const dt = options.datetimes;
+  switch (format.type) {
+    case 'csv': {
+      const config = format.config ?? {};
+      const parser = new CsvRecordParser({ config, datetimes: dt, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
+      return new TextDecoderChain(new CharsetDecoder({ encoding: config.encoding ?? null }), parser, null);
+    }
+    case 'json':
+      return new TextDecoderChain(new CharsetDecoder({ sampleBytes: 32 }), new JsonRecordParser(), (r) => dt.value(r));
+    case 'w3cExtendedLog':
+      return new TextDecoderChain(new CharsetDecoder(), new W3cRecordParser(dt), null);
+    case 'avro':
+      return new BinaryDecoder(new AvroRecordParser(), dt);
+    case 'protobuf': {
+      const c = format.config;
+      if (!c || typeof c.message !== 'string' || typeof c.protoFile !== 'string') throw new ConfigError('the protobuf format needs parser.format.config.message and parser.format.config.protoFile');
+      return new BinaryDecoder(new ProtobufRecordParser(compileMessageType(c.protoFile, c.message)), dt);
+    }
+    default:
+      throw new ConfigError(`unsupported format: '${String((format as { type: unknown }).type)}'`);
+  }
+}

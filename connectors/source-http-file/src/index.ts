@@ -1,0 +1,7 @@
+export { createHttpFileConnector, checkConfig, inferSchema, recommendedName, fileNameOf, DOCUMENTATION_URL, DEFAULT_CHECKPOINT_EVERY } from './connector.ts';
+export type { ConnectorOptions } from './connector.ts';
+export { configSchema, resourceSchema } from './schema.ts';
+export type { EndpointConfig, ResourceConfig, ParserConfig, CsvConfig, FormatConfig } from './schema.ts';
+export * from './errors.ts';
+export { HttpClient, parseHttpDate, redactUrl, HTTP_DEFAULTS } from './http.ts';
+export { parseFile } from './pipeline.ts';
