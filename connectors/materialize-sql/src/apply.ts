@@ -69,16 +69,17 @@ export function planTable(dialect: Dialect, b: ApplyBinding): string[] {
   if (backfilled) {
     if (needsRecreate !== undefined) return [t.dropTable(table), t.createTable(table)];
     const out = [t.truncateTable(table)];
-    if (adds.length > 0) out.push(...t.addColumns(table, adds));
     if (changes.length > 0) out.push(...t.alterColumns(table, existing, changes));
+    if (adds.length > 0) out.push(...t.addColumns(table, adds));
     return out;
   }
   if (needsRecreate !== undefined) {
     throw new SqlConfigError(`table ${table.path.join('.')} cannot be updated in place: ${needsRecreate}. Backfill the binding to re-create the table`);
   }
+  // Alter before adding: a dialect that rebuilds the table (SQLite) rebuilds it from the described columns.
   const out: string[] = [];
-  if (adds.length > 0) out.push(...t.addColumns(table, adds));
   if (changes.length > 0) out.push(...t.alterColumns(table, existing, changes));
+  if (adds.length > 0) out.push(...t.addColumns(table, adds));
   return out;
 }
 
