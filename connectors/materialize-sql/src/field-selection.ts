@@ -75,7 +75,8 @@ export function selectFields(collection: CollectionSpec, constraints: Record<str
   const values: string[] = [];
   const taken = new Set(keys.map((k) => (options.caseInsensitive ? k.toLowerCase() : k)));
   if (document !== undefined) taken.add(options.caseInsensitive ? document.toLowerCase() : document);
-  const coveredPtrs = new Set<string>();
+  // Locations already materialized (by a key column): LOCATION_* constraints are satisfied there.
+  const coveredPtrs = new Set<string>(collection.key ?? []);
   for (const p of projections) {
     const f = p.field;
     const ptr = p.ptr ?? '';
@@ -91,8 +92,8 @@ export function selectFields(collection: CollectionSpec, constraints: Record<str
     if (UNUSABLE.has(c.type)) continue;
     const wanted = f in include || REQUIRED.has(c.type) || (recommended && c.type === 'LOCATION_RECOMMENDED' && !keyPtrs.has(ptr));
     if (!wanted) continue;
-    // Recommended (not explicitly included) fields: one per location.
-    if (!(f in include) && !REQUIRED.has(c.type) && coveredPtrs.has(ptr)) continue;
+    // Location constraints (not explicitly included) need one field per location.
+    if (!(f in include) && c.type !== 'FIELD_REQUIRED' && coveredPtrs.has(ptr)) continue;
     const folded = options.caseInsensitive ? f.toLowerCase() : f;
     if (taken.has(folded)) {
       if (f in include) throw new SqlConfigError(`${where}: field '${f}' collides with another selected field that differs only by case; exclude one of them`);
