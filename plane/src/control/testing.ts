@@ -57,7 +57,7 @@ export async function startControlPlaneServer(opts: { dataDir?: string } = {}): 
     controlPlane, dataDir, url, accessToken,
     async status(names, o = {}) {
       cached ??= await accessToken();
-      const q = new URLSearchParams(names.map((n) => ['name', n]));
+      const q = new URLSearchParams(names.map((n): [string, string] => ['name', n]));
       if (o.short) q.set('short', 'true');
       if (o.connected) q.set('connected', 'true');
       const res = await fetch(`${url}/api/v1/catalog/status?${q}`, { headers: { Authorization: `Bearer ${cached}` } });
