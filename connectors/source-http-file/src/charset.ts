@@ -114,8 +114,6 @@ function decodesCleanly(encoding: string, sample: Uint8Array): string | null {
  * windows-1252.
  */
 export function detectEncoding(sample: Uint8Array, final: boolean): string {
-  const body = final ? sample : sample.subarray(0, completeUtf8Prefix(sample));
-  if (isUtf8(body)) return 'utf-8';
   const pairs = Math.min(sample.length >> 1, 2048);
   if (pairs >= 4) {
     let evenZeros = 0;
@@ -127,8 +125,20 @@ export function detectEncoding(sample: Uint8Array, final: boolean): string {
     if (oddZeros > pairs * 0.3 && evenZeros < pairs * 0.05) return 'utf-16le';
     if (evenZeros > pairs * 0.3 && oddZeros < pairs * 0.05) return 'utf-16be';
   }
+  const body = final ? sample : sample.subarray(0, completeUtf8Prefix(sample));
+  if (isUtf8(body)) return 'utf-8';
+  // windows-1252 scores accented letters next to ASCII letters (as in "Orléans"); CJK candidates
+  // score characters of their scripts. The best positive score wins; windows-1252 is the fallback.
   let best = 'windows-1252';
   let bestScore = 0;
+  const latin = decodesCleanly('windows-1252', sample) ?? '';
+  for (let i = 0; i < latin.length; i++) {
+    const c = latin.charCodeAt(i);
+    if (c < 0x80) continue;
+    const letter = c >= 0xc0 && c <= 0xff && c !== 0xd7 && c !== 0xf7;
+    const nearAscii = /[A-Za-z]/.test(latin[i - 1] ?? '') || /[A-Za-z]/.test(latin[i + 1] ?? '');
+    bestScore += letter && nearAscii ? 2 : -1;
+  }
   for (const candidate of ['shift_jis', 'euc-jp', 'euc-kr', 'gbk', 'big5']) {
     const text = decodesCleanly(candidate, sample);
     if (text === null) continue;
@@ -268,6 +278,7 @@ export class CharsetDecoder {
   #locate(encoding: string, chunk: Uint8Array, final: boolean): number {
     // The failing decoder may hold a partial character from the previous chunk; try each possible
     // re-synchronisation point in the saved tail and report the latest failure position.
+    // Only re-synchronisations that reproduce the failure count; the latest of them wins.
     let best = -1;
     for (let k = 0; k <= this.#tail.length; k++) {
       const dec = strictDecoder(encoding);
@@ -288,7 +299,7 @@ export class CharsetDecoder {
       if (final && pos === chunk.length) {
         try { dec.decode(new Uint8Array(0), true); } catch { pos = Math.max(0, chunk.length - 1); }
       }
-      best = Math.max(best, pos);
+      if (pos < chunk.length) best = Math.max(best, pos);
     }
     return this.#offset + Math.max(best, 0);
   }

@@ -186,7 +186,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   const client = httpClient(config, options, ctx);
   const head = await client.head();
   const file = redactUrl(config.url);
-  const maxMod = head.lastModifiedDate.toISOString();
+  const maxMod = head.lastModifiedDate.toISOString().replace('.000Z', 'Z');
   const etag = head.etag;
   const prev = stateOf(ctx.state, binding.stateKey);
   const sameVersion = prev.path === file && prev.maxMod === maxMod && (prev.etag ?? null) === (etag ?? null);

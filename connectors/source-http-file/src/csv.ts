@@ -325,7 +325,11 @@ export class CsvRecordParser {
   /** The dialect in use, once detected. */
   dialect: CsvDialect | null = null;
 
+  /** An error found after some records of the same call: those are returned first, then it is thrown. */
+  #deferred: Error | null = null;
+
   push(text: string): JsonObject[] {
+    if (this.#deferred) throw this.#deferred;
     if (this.#tokenizer) return this.#rows(this.#tokenizer.push(text), false);
     if (this.#skipLinesLeft > 0) text = this.#skipLines(text);
     if (text.length === 0) return [];
@@ -335,8 +339,10 @@ export class CsvRecordParser {
   }
 
   end(): JsonObject[] {
+    if (this.#deferred) throw this.#deferred;
     if (!this.#tokenizer) {
       const out = this.#start(true);
+      if (this.#deferred) return out;
       return out.concat(this.#rows((this.#tokenizer as CsvTokenizer | null)?.end() ?? [], true));
     }
     return this.#rows(this.#tokenizer.end(), true);
@@ -375,6 +381,16 @@ export class CsvRecordParser {
 
   #rows(rows: CsvRow[], final: boolean): JsonObject[] {
     const out: JsonObject[] = [];
+    try {
+      return this.#rowsInto(rows, final, out);
+    } catch (err) {
+      if (out.length === 0) throw err;
+      this.#deferred = err as Error;
+      return out;
+    }
+  }
+
+  #rowsInto(rows: CsvRow[], final: boolean, out: JsonObject[]): JsonObject[] {
     let i = 0;
     if (this.#headers === null) {
       const first = rows[0];

@@ -14,9 +14,22 @@ import { W3cRecordParser } from './w3c.ts';
 
 export type ResolvedFormat = Exclude<FormatConfig, { type: 'auto' }>;
 
+/**
+ * A pure incremental record core. `push` and `end` may return records and defer an error found after
+ * them to the next call, so callers call `end()` until it returns no records (see drainEnd).
+ */
 export interface RecordDecoder {
   push(chunk: Uint8Array): JsonObject[];
   end(): JsonObject[];
+}
+
+/** Calls `end()` until it returns nothing (a deferred error is thrown by a later call). */
+export function* drainEnd(decoder: { end(): JsonObject[] }): Generator<JsonObject[]> {
+  for (let i = 0; i < 3; i++) {
+    const batch = decoder.end();
+    if (batch.length === 0) return;
+    yield batch;
+  }
 }
 
 const UNSUPPORTED: Record<string, string> = { xls: 'excel', xlsx: 'excel', xlsm: 'excel', xml: 'xml', ods: 'ods', parquet: 'parquet' };
@@ -71,9 +84,14 @@ class TextDecoderChain implements RecordDecoder {
     const text = this.#charset.push(chunk);
     return text.length ? this.#map(this.#parser.push(text)) : [];
   }
+  #ended = false;
   end(): JsonObject[] {
-    const a = this.#parser.push(this.#charset.end());
-    return this.#map(a.concat(this.#parser.end()));
+    if (!this.#ended) {
+      this.#ended = true;
+      const a = this.#parser.push(this.#charset.end());
+      if (a.length) return this.#map(a);
+    }
+    return this.#map(this.#parser.end());
   }
   #map(records: JsonObject[]): JsonObject[] {
     if (this.#after) for (const r of records) this.#after(r);

@@ -7,7 +7,7 @@ import type { ResolvedCompression } from './compression.ts';
 import { DatetimeNormalizer } from './datetime.ts';
 import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
-import { createRecordDecoder, resolveFormat } from './formats.ts';
+import { createRecordDecoder, drainEnd, resolveFormat } from './formats.ts';
 import type { RecordDecoder, ResolvedFormat } from './formats.ts';
 import type { ParserConfig } from './schema.ts';
 
@@ -87,18 +87,12 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   };
   for await (const ev of decompress(rest, compression)) {
     if ('member' in ev) {
-      if (decoder) {
-        const tail = decoder.end();
-        if (tail.length) yield tail;
-      }
+      if (decoder) yield* drainEnd(decoder);
       decoder = decoderFor(ev.member);
       continue;
     }
     const records = (decoder as RecordDecoder).push(ev.data);
     if (records.length) yield records;
   }
-  if (decoder) {
-    const tail = decoder.end();
-    if (tail.length) yield tail;
-  }
+  if (decoder) yield* drainEnd(decoder);
 }

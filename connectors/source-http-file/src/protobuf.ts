@@ -59,6 +59,7 @@ export class ProtobufRecordParser {
     if (this.#length === 0) return [];
     const bytes = Buffer.concat(this.#chunks);
     this.#chunks = [];
+    this.#length = 0;
     let msg: protobuf.Message;
     try {
       msg = this.#type.decode(bytes);

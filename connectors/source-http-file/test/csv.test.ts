@@ -1,0 +1,235 @@
+// CSV: tokenizer, dialect detection against the flow-parser corpus, and every option value.
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync } from 'node:fs';
+import { describe, test } from 'node:test';
+import type { JsonObject } from '@sluice/runtime';
+import { CsvRecordParser, CsvTokenizer, detectDialect } from '../src/csv.ts';
+import type { CsvDialect } from '../src/csv.ts';
+import { DatetimeNormalizer } from '../src/datetime.ts';
+import { ConfigError, DecodeError, ErrorThresholdError } from '../src/errors.ts';
+import type { CsvConfig } from '../src/schema.ts';
+import { CHUNK_SIZES, FIXTURES, feedText } from './helpers.ts';
+
+function parse(text: string, config: CsvConfig = {}, size = 1 << 20): JsonObject[] {
+  return feedText(new CsvRecordParser({ config, datetimes: new DatetimeNormalizer() }), text, size);
+}
+
+/** Parses at every chunk size and checks they all agree; returns the records. */
+function parseAll(text: string, config: CsvConfig = {}): JsonObject[] {
+  const first = parse(text, config);
+  for (const size of CHUNK_SIZES) assert.deepEqual(parse(text, config, size), first, `chunk size ${size}`);
+  return first;
+}
+
+function tokens(text: string, dialect: Partial<CsvDialect> = {}, size = 1 << 20): string[][] {
+  return feedText(new CsvTokenizer({ delimiter: ',', quote: '"', escape: '', lineEnding: 'crlf', ...dialect }), text, size).map((r) => r.fields);
+}
+
+describe('csv tokenizer', () => {
+  test('bad input: unterminated quote names line and byte offset', () => {
+    for (const size of CHUNK_SIZES) {
+      assert.throws(() => tokens('a,b\n1,"open\n2,3\n', {}, size), (e: unknown) => {
+        assert.ok(e instanceof DecodeError);
+        assert.equal(e.message, 'CSV quoted field starting at line 2 (byte offset 4) has no closing quote before the end of the file: check the quote setting or the file');
+        return true;
+      });
+    }
+  });
+
+  test('empty input yields no rows', () => {
+    assert.deepEqual(tokens(''), []);
+  });
+
+  test('quotes, doubled quotes, embedded terminators, trailing text after a closing quote', () => {
+    const text = 'a,"b,c","d""e","f\r\ng",h"i,"j"k\r\n';
+    for (const size of CHUNK_SIZES) assert.deepEqual(tokens(text, {}, size), [['a', 'b,c', 'd"e', 'f\r\ng', 'h"i', 'jk']]);
+  });
+
+  test('CRLF mode accepts \\r, \\n and \\r\\n, and skips blank lines', () => {
+    for (const size of CHUNK_SIZES) assert.deepEqual(tokens('a,b\r\n1,2\r3,4\n\n\r\n5,6', {}, size), [['a', 'b'], ['1', '2'], ['3', '4'], ['5', '6']]);
+  });
+
+  test('line numbers count terminators inside quoted fields', () => {
+    const rows = feedText(new CsvTokenizer({ delimiter: ',', quote: '"', escape: '', lineEnding: 'crlf' }), 'h\n"x\ny"\nz\n', 1);
+    assert.deepEqual(rows.map((r) => r.line), [1, 2, 4]);
+    assert.deepEqual(rows.map((r) => r.byteOffset), [0, 2, 8]);
+  });
+});
+
+describe('csv dialect detection (flow-parser detection-cases)', () => {
+  const dir = `${FIXTURES}detection-cases/`;
+  for (const file of readdirSync(dir)) {
+    test(file, () => {
+      const text = readFileSync(dir + file, 'utf8');
+      const nl = text.indexOf('\n');
+      const expected = JSON.parse(text.slice(0, nl)) as { quote: string; delimiter: string };
+      const got = detectDialect(text.slice(nl + 1), true, { escape: '', lineEnding: 'crlf' });
+      assert.deepEqual(got, { quote: expected.quote, delimiter: expected.delimiter });
+    });
+  }
+});
+
+describe('csv records (flow-parser examples)', () => {
+  test('valid-mixed-types.csv: values stay strings', () => {
+    assert.deepEqual(parseAll(readFileSync(`${FIXTURES}examples/valid-mixed-types.csv`, 'utf8')), [
+      { int_or_string: '5', bool_or_string: 'true' }, { int_or_string: '6', bool_or_string: 'foo' },
+      { int_or_string: 'bar', bool_or_string: 'false' }, { int_or_string: 'baz', bool_or_string: 'qux' },
+    ]);
+  });
+
+  test('datetimes.csv: header names verbatim, timestamps normalised', () => {
+    const [r] = parseAll(readFileSync(`${FIXTURES}examples/datetimes.csv`, 'utf8'));
+    assert.deepEqual(r, {
+      no_timezone: '2020-01-01T00:00:00Z', ' "no_timezone_fractional"': '2020-01-01T00:00:00Z', ' "rfc3339"': '2020-01-01T00:00:00Z',
+      ' "timezone_offset"': '2020-01-01T00:00:00Z', ' "no_t"': '2020-01-01T00:00:00Z', ' "no_t_fractional"': '2020-01-01T00:00:00Z',
+    });
+  });
+
+  test('datetimes-naive.csv with defaultOffset -05:00 style offsets', () => {
+    const text = readFileSync(`${FIXTURES}examples/datetimes-naive.csv`, 'utf8');
+    const rows = feedText(new CsvRecordParser({ config: {}, datetimes: new DatetimeNormalizer('-05:00') }), text, 3);
+    assert.equal(rows[0]?.['no_timezone'], '2020-01-01T00:00:00-05:00');
+    assert.equal(rows[0]?.[' "no_t_large_fractional"'], '2020-01-01T00:00:00-05:00');
+  });
+
+  test('valid-utf-8.tsv: tab detected', () => {
+    const rows = parseAll(readFileSync(`${FIXTURES}examples/valid-utf-8.tsv`, 'utf8'));
+    assert.equal(rows.length, 9);
+    assert.equal(rows[0]?.['jewelled'], 'stepmother');
+  });
+
+  test('valid-csv-comma-sq-noescape.csv: single quotes detected', () => {
+    const rows = parseAll(readFileSync(`${FIXTURES}examples/valid-csv-comma-sq-noescape.csv`, 'utf8'));
+    assert.equal(rows[0]?.['c 1 with spaces'], 'val, with, commas, and, spaces');
+  });
+
+  test('valid-csv-comma-dq-noescape.csv and valid-big-nums.csv', () => {
+    assert.equal(parseAll(readFileSync(`${FIXTURES}examples/valid-csv-comma-dq-noescape.csv`, 'utf8')).length, 5);
+    const big = parseAll(readFileSync(`${FIXTURES}examples/valid-big-nums.csv`, 'utf8'));
+    assert.equal(big[0]?.['ride_id'], '41668E5136117226');
+    assert.equal(big[0]?.['started_at'], '2021-02-17T21:02:52Z');
+  });
+
+  test('requires-explicit-quote.csv parses with an explicit double quote', () => {
+    const rows = parseAll(readFileSync(`${FIXTURES}examples/requires-explicit-quote.csv`, 'utf8'), { quote: '"' });
+    assert.equal(rows.length, 1);
+    assert.equal(rows[0]?.['app_id'], 'uhhh, wut');
+  });
+
+  test('csv-with-extra-steps: skipLines', () => {
+    const rows = parseAll(readFileSync(`${FIXTURES}examples/csv-with-extra-steps`, 'utf8'), { skipLines: 3 });
+    assert.deepEqual(rows, [{ a: 'foo', b: 'bar', c: 'baz' }, { a: '1', b: '2', c: '3' }, { a: 'larry', b: 'curly', c: 'moe' }]);
+  });
+});
+
+describe('csv options', () => {
+  test('bad input: errorThreshold above 100 and negative', () => {
+    assert.throws(() => parse('a\n1\n', { errorThreshold: 101 }), (e: unknown) => e instanceof ConfigError && e.message === 'ErrorThreshold cannot be greater than 100%: 101%');
+    assert.throws(() => parse('a\n1\n', { errorThreshold: -1 }), (e: unknown) => e instanceof ConfigError && e.message === 'errorThreshold must be a non-negative integer percentage, got -1');
+  });
+
+  test('bad input: ragged (long) row', () => {
+    for (const size of CHUNK_SIZES) {
+      assert.throws(() => parse('a,b\n1,2\n3,4,5\n', {}, size), (e: unknown) => {
+        assert.ok(e instanceof DecodeError);
+        assert.equal(e.message, 'CSV row at line 3 (byte offset 8) has 3 columns, but the headers only define 2 columns: fix the row, set headers for every column, or raise errorThreshold');
+        return true;
+      });
+    }
+  });
+
+  test('short rows omit keys; null spellings become null', () => {
+    assert.deepEqual(parseAll('a,b,c\n1\n,NULL,null\nnil,Null,x\n'), [{ a: '1' }, { a: null, b: null, c: null }, { a: null, b: 'Null', c: 'x' }]);
+  });
+
+  test('duplicate header names keep the later value', () => {
+    assert.deepEqual(parseAll('a,a\n1,2\n'), [{ a: '2' }]);
+  });
+
+  const delimiters: [string, string][] = [[',', 'comma'], ['|', 'pipe'], [' ', 'space'], [';', 'semicolon'], ['\t', 'tab'], ['\u000b', 'vertical tab'], ['\u001f', 'unit separator'], ['\u0001', 'SOH']];
+  for (const [d, name] of delimiters) {
+    test(`delimiter: ${name}`, () => {
+      const text = `x${d}y\n1${d}"a${d}b"\n`;
+      assert.deepEqual(parseAll(text, { delimiter: d as NonNullable<CsvConfig['delimiter']> }), [{ x: '1', y: `a${d}b` }]);
+    });
+  }
+  test('delimiter: auto (detected) and auto with pinned quote', () => {
+    assert.deepEqual(parseAll('x;y\n1;2\n3;4\n'), [{ x: '1', y: '2' }, { x: '3', y: '4' }]);
+    assert.deepEqual(parseAll("x|y\n'1|2'|3\n", { quote: "'" }), [{ x: '1|2', y: '3' }]);
+  });
+
+  test('quote: double, single, disabled, auto', () => {
+    assert.deepEqual(parseAll('x,y\n"1,2",3\n', { quote: '"' }), [{ x: '1,2', y: '3' }]);
+    assert.deepEqual(parseAll("x,y\n'1,2',3\n", { quote: "'", delimiter: ',' }), [{ x: '1,2', y: '3' }]);
+    assert.deepEqual(parseAll('x,y\n"1",3\n', { quote: '', delimiter: ',' }), [{ x: '"1"', y: '3' }]);
+    assert.deepEqual(parseAll("x,y\n'a,b','c'\n'd','e'\n"), [{ x: 'a,b', y: 'c' }, { x: 'd', y: 'e' }]);
+  });
+
+  test('escape: backslash, disabled, auto (none)', () => {
+    const text = 'x,y\n"a\\"b",c\n';
+    assert.deepEqual(parseAll(text, { escape: '\\', delimiter: ',', quote: '"' }), [{ x: 'a"b', y: 'c' }]);
+    assert.deepEqual(parseAll('x,y\n"a\\""b",c\n', { escape: '', delimiter: ',', quote: '"' }), [{ x: 'a\\"b', y: 'c' }]);
+    assert.deepEqual(parseAll('x,y\n"a""b",c\n'), [{ x: 'a"b', y: 'c' }]);
+  });
+
+  test('lineEnding: CRLF, CR, LF, record separator, auto', () => {
+    assert.deepEqual(parseAll('x,y\r\n1,2\r\n', { lineEnding: '\r\n' }), [{ x: '1', y: '2' }]);
+    assert.deepEqual(parseAll('x,y\r1,2\r', { lineEnding: '\r' }), [{ x: '1', y: '2' }]);
+    assert.deepEqual(parseAll('x,y\n1,2\r\n', { lineEnding: '\n' }), [{ x: '1', y: '2\r' }]);
+    assert.deepEqual(parseAll('x,y\u001e1,2\n3\u001e', { lineEnding: '\u001e' }), [{ x: '1', y: '2\n3' }]);
+    assert.deepEqual(parseAll('x,y\r1,2\n3,4\r\n'), [{ x: '1', y: '2' }, { x: '3', y: '4' }]);
+  });
+
+  test('headers: authoritative, first row is data', () => {
+    assert.deepEqual(parseAll('1,2\n3,4\n', { headers: ['a', 'b'] }), [{ a: '1', b: '2' }, { a: '3', b: '4' }]);
+    assert.throws(() => parse('1,2,3\n', { headers: ['a', 'b'], delimiter: ',' }), /has 3 columns, but the headers only define 2 columns/);
+  });
+
+  test('encoding option is applied by the charset stage (see charset tests); here: header-only file', () => {
+    assert.deepEqual(parseAll('a,b\n'), []);
+  });
+});
+
+describe('csv errorThreshold', () => {
+  const rows = (good: number, bad: number, badFirst = false): string => {
+    const g = Array.from({ length: good }, (_, i) => `${i},x`);
+    const b = Array.from({ length: bad }, () => '1,2,3');
+    return `a,b\n${(badFirst ? [...b, ...g] : [...g, ...b]).join('\n')}\n`;
+  };
+
+  test('bad input: over the threshold fails before emitting anything (500 good + 56 bad at 10%)', () => {
+    const p = new CsvRecordParser({ config: { errorThreshold: 10 }, datetimes: new DatetimeNormalizer() });
+    const out: JsonObject[] = [];
+    assert.throws(() => { out.push(...p.push(rows(500, 56))); for (let b = p.end(); b.length; b = p.end()) out.push(...b); }, (e: unknown) => {
+      assert.ok(e instanceof ErrorThresholdError);
+      assert.equal(e.message, 'error limit exceeded: 56 of the last 556 CSV rows are malformed (10%), at or above errorThreshold 10%; first: CSV row at line 502 (byte offset 2894) has 3 columns, but the headers only define 2 columns: fix the row, set headers for every column, or raise errorThreshold');
+      return true;
+    });
+    assert.equal(out.length, 0);
+  });
+
+  test('within the threshold: malformed rows are excluded and counted (500 good + 55 bad at 10%)', () => {
+    const skipped: DecodeError[] = [];
+    const out = feedText(new CsvRecordParser({ config: { errorThreshold: 10 }, datetimes: new DatetimeNormalizer(), onSkippedRow: (e) => skipped.push(e) }), rows(500, 55), 7);
+    assert.equal(out.length, 500);
+    assert.equal(skipped.length, 55);
+  });
+
+  test('look-ahead window: 1000 good then 100 bad at 10% emits exactly 100 rows then fails', () => {
+    const p = new CsvRecordParser({ config: { errorThreshold: 10 }, datetimes: new DatetimeNormalizer() });
+    const out: JsonObject[] = [];
+    const text = rows(1000, 100);
+    assert.throws(() => { for (let i = 0; i < text.length; i += 13) out.push(...p.push(text.slice(i, i + 13))); for (let b = p.end(); b.length; b = p.end()) out.push(...b); }, ErrorThresholdError);
+    assert.equal(out.length, 100);
+  });
+
+  test('every 5th row bad at 25% emits 800 of 1000', () => {
+    const lines = Array.from({ length: 1000 }, (_, i) => (i % 5 === 4 ? '1,2,3' : `${i},x`));
+    const out = parse(`a,b\n${lines.join('\n')}\n`, { errorThreshold: 25 });
+    assert.equal(out.length, 800);
+  });
+
+  test('threshold 0: the first bad row fails', () => {
+    assert.throws(() => parse(rows(10, 1), { errorThreshold: 0 }), /CSV row at line 12/);
+  });
+});
