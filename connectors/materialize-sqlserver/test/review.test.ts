@@ -4,14 +4,14 @@ import { before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import type { JsonObject } from '@sluice/runtime';
+
 import { FIXTURE } from './fixture.ts';
 import { matchSnapshot } from './snapshot.ts';
 import { assertTsql, grammarReady } from './tsql-grammar.ts';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'materialize-sqlserver.ts');
 
-function runBin(request: JsonObject): Promise<{ code: number | null; stdout: string; stderr: string }> {
+function runBin(request: object): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
     let stdout = ''; let stderr = '';
