@@ -1,0 +1,188 @@
+// Integration tests against a real SQL Server, when MSSQL_URL is set, e.g.
+//   MSSQL_URL='sqlserver://sa:Flow!Pass1234@127.0.0.1:1433/master' (docker compose -f docker/compose.sqlserver.yaml up -d)
+// They apply the fixture, run transactions through the connector (load, MERGE, INSERT…SELECT, hard delete),
+// migrate column types, check the fence against a zombie, and connect through an SSH tunnel (real local sshd).
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { FencedError } from '@sluice/materialize-sql';
+import type {
+  DecodedLoad, DecodedStore, JsonObject, Logger, MaterializationBindingSpec, MaterializationSpec, MaterializeBinding, Projection,
+} from '@sluice/runtime';
+import { createSqlServerConnector, checkPrerequisites } from '../src/connector.ts';
+import { parseEndpointConfig } from '../src/config.ts';
+import { SqlServerClient } from '../src/sqlserver-client.ts';
+import { FIXTURE } from './fixture.ts';
+import { sshdUnavailable, startSshd } from './sshd.ts';
+
+const URL_ENV = process.env.MSSQL_URL;
+const skip = URL_ENV === undefined || URL_ENV === '' ? 'MSSQL_URL is not set (e.g. sqlserver://sa:Flow!Pass1234@127.0.0.1:1433/master; start one with docker compose -f docker/compose.sqlserver.yaml up -d)' : undefined;
+if (skip !== undefined) console.log(`# SQL Server integration tests skipped: ${skip}`);
+
+function endpointConfig(): JsonObject {
+  const u = new URL(URL_ENV!);
+  return {
+    address: `${u.hostname}:${u.port === '' ? '1433' : u.port}`,
+    user: decodeURIComponent(u.username),
+    database: u.pathname.length > 1 ? decodeURIComponent(u.pathname.slice(1)) : 'master',
+    hardDelete: true,
+    credentials: { auth_type: 'UserPassword', password: decodeURIComponent(u.password) },
+  };
+}
+
+const quiet: Logger = { debug() {}, info() {}, warn() {}, error() {}, status() {}, child() { return quiet; } };
+const signal = new AbortController().signal;
+const suffix = randomBytes(3).toString('hex');
+
+function spec(name: string, bindings: MaterializationBindingSpec[], config: JsonObject): MaterializationSpec {
+  return { name, config, bindings };
+}
+const bindingsOf = (m: MaterializationSpec): MaterializeBinding<JsonObject>[] =>
+  m.bindings!.map((b, index) => ({ index, resource: b.resourceConfig!, spec: b }));
+
+function simple(table: string, schema: string, projections: Projection[], values: string[], delta = false): MaterializationBindingSpec {
+  const b: MaterializationBindingSpec = {
+    resourceConfig: { table, schema, delta_updates: delta },
+    resourcePath: [schema, table],
+    collection: { name: `test/${table}`, key: ['/id'], projections: [{ field: 'id', ptr: '/id', inference: { types: ['integer'], exists: 'MUST' } }, ...projections, { field: 'flow_document', inference: { types: ['object'], exists: 'MUST' } }] },
+    fieldSelection: { keys: ['id'], values },
+  };
+  if (delta) b.deltaUpdates = true; else b.fieldSelection!.document = 'flow_document';
+  return b;
+}
+
+async function* iter<T>(items: T[]): AsyncIterable<T> { for (const i of items) yield i; }
+
+describe('SQL Server integration', { skip }, () => {
+  const connector = createSqlServerConnector();
+  let config: JsonObject;
+  let client: SqlServerClient;
+  const schema = `flow_it_${suffix}`;
+
+  before(async () => {
+    config = { ...endpointConfig(), schema };
+    client = new SqlServerClient(parseEndpointConfig(config));
+  });
+  after(async () => {
+    const conn = await client.connect();
+    try {
+      const rows = await conn.query(`SELECT TABLE_NAME AS t FROM INFORMATION_SCHEMA.TABLES WHERE TABLE_SCHEMA = N'${schema}';`);
+      for (const r of rows) await conn.exec(`DROP TABLE "${schema}"."${String(r.t).replaceAll('"', '""')}";`);
+      await conn.exec(`IF SCHEMA_ID(N'${schema}') IS NOT NULL EXEC(N'DROP SCHEMA "${schema}"');`);
+    } finally { await conn.close(); await client.close(); }
+  });
+
+  it('checks prerequisites (the user may create tables)', async () => {
+    await checkPrerequisites(parseEndpointConfig(config), quiet);
+  });
+
+  it('applies the whole fixture (every type, hostile names, delta), then re-applies as a no-op', async () => {
+    const m: MaterializationSpec = { ...FIXTURE, config, bindings: FIXTURE.bindings!.map((b) => ({ ...b, resourceConfig: { ...b.resourceConfig, schema }, resourcePath: [schema, b.resourcePath!.at(-1)!] })) };
+    const first = await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    assert.match(first.actionDescription ?? '', /CREATE TABLE/);
+    const second = await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), lastMaterialization: m, version: 'v1', state: {}, dryRun: false });
+    assert.equal(second.actionDescription ?? '', '');
+    const conn = await client.connect();
+    try {
+      const cols = await conn.query(`SELECT COLUMN_NAME AS n, DATA_TYPE AS t, IS_NULLABLE AS nl FROM INFORMATION_SCHEMA.COLUMNS WHERE TABLE_SCHEMA = N'${schema}' AND TABLE_NAME = N'key_value' ORDER BY ORDINAL_POSITION;`);
+      const byName = new Map(cols.map((c) => [String(c.n), `${String(c.t)} ${String(c.nl)}`]));
+      assert.equal(byName.get('key1'), 'bigint NO');
+      assert.equal(byName.get('key!binary'), 'varbinary NO');
+      assert.equal(byName.get('a]b'), byName.get('string'));
+      assert.equal(byName.get('number'), 'float NO');
+      assert.equal(byName.get('dateTimeField'), 'datetime2 NO');
+      assert.equal(byName.get('integerWithUserDDL'), 'decimal YES');
+    } finally { await conn.close(); }
+  });
+
+  it('materializes: INSERT…SELECT for new keys, loads them back, MERGE with updates and hard deletes, delta rows appended', async () => {
+    const m = spec(`test/mat-${suffix}`, [
+      simple('people', schema, [{ field: 'name', ptr: '/name', inference: { types: ['string'] } }, { field: 'big', ptr: '/big', inference: { types: ['integer'] } }], ['big', 'name']),
+      simple('events', schema, [{ field: 'name', ptr: '/name', inference: { types: ['string'] } }], ['name'], true),
+    ], config);
+    await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    const open = async () => connector.open({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, version: 'v1', state: {} });
+    let { transactor, opened } = await open();
+    try {
+      assert.deepEqual(opened.runtimeCheckpoint, {});
+      const st = (binding: number, id: number, name: string, o: Partial<DecodedStore> = {}): DecodedStore => ({
+        binding, key: [id], values: binding === 0 ? [2n ** 60n + BigInt(id), name] : [name], keyPacked: '', exists: false, delete: false,
+        ...(binding === 0 ? { doc: { id, name } } : {}), ...o,
+      });
+      await transactor.acknowledge();
+      await transactor.load(iter<DecodedLoad>([]), async () => undefined);
+      await transactor.store(iter([st(0, 1, 'ada κόσμε'), st(0, 2, 'bob'), st(1, 1, 'created')]));
+      await transactor.startCommit({ sources: { one: { readThrough: '1' } } });
+
+      await transactor.acknowledge();
+      const loaded: [number, JsonObject][] = [];
+      await transactor.load(iter<DecodedLoad>([{ binding: 0, key: [1], keyPacked: '' }, { binding: 0, key: [3], keyPacked: '' }]), async (b, d) => { loaded.push([b, d]); });
+      assert.deepEqual(loaded, [[0, { id: 1, name: 'ada κόσμε' }]]);
+      await transactor.store(iter([st(0, 1, 'ada v2', { exists: true }), st(0, 2, 'bob', { exists: true, delete: true }), st(0, 3, 'cy'), st(1, 1, 'updated')]));
+      await transactor.startCommit({ sources: { one: { readThrough: '2' } } });
+    } finally { await transactor.close?.(); }
+
+    const conn = await client.connect();
+    try {
+      const people = await conn.query(`SELECT id, big, name FROM "${schema}".people ORDER BY id;`);
+      assert.deepEqual(people.map((r) => [String(r.id), String(r.big), r.name]), [['1', String(2n ** 60n + 1n), 'ada v2'], ['3', String(2n ** 60n + 3n), 'cy']]);
+      const events = await conn.query(`SELECT id, name FROM "${schema}".events ORDER BY name;`);
+      assert.deepEqual(events.map((r) => r.name), ['created', 'updated']);
+    } finally { await conn.close(); }
+
+    ({ transactor, opened } = await open());
+    await transactor.close?.();
+    assert.deepEqual(opened.runtimeCheckpoint, { sources: { one: { readThrough: '2' } } });
+  });
+
+  it('fences off a zombie: the older instance cannot commit after a newer one opened', async () => {
+    const m = spec(`test/fence-${suffix}`, [simple('fenced', schema, [], [])], config);
+    await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    const open = () => connector.open({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, version: 'v1', state: {} });
+    const zombie = await open();
+    const current = await open();
+    try {
+      await zombie.transactor.store(iter<DecodedStore>([{ binding: 0, key: [1], values: [], keyPacked: '', exists: false, delete: false, doc: { id: 1 } }]));
+      await assert.rejects(zombie.transactor.startCommit({ zombie: true }), FencedError);
+      await current.transactor.store(iter<DecodedStore>([{ binding: 0, key: [2], values: [], keyPacked: '', exists: false, delete: false, doc: { id: 2 } }]));
+      await current.transactor.startCommit({ current: true });
+    } finally {
+      await zombie.transactor.close?.();
+      await current.transactor.close?.();
+    }
+    const conn = await client.connect();
+    try {
+      const rows = await conn.query(`SELECT id FROM "${schema}".fenced;`);
+      assert.deepEqual(rows.map((r) => String(r.id)), ['2']);
+    } finally { await conn.close(); }
+  });
+
+  it('migrates column types in place (bigint → DOUBLE PRECISION, → text, datetime2 → text) keeping data', async () => {
+    const proj = (types: string[], format?: string): Projection[] => [
+      { field: 'n', ptr: '/n', inference: { types } },
+      { field: 'ts', ptr: '/ts', inference: format === undefined ? { types: ['string'] } : { types: ['string'], string: { format } } },
+    ];
+    const base = spec(`test/mig-${suffix}`, [simple('migrated', schema, proj(['integer'], 'date-time'), ['n', 'ts'])], config);
+    await connector.apply({ config, log: quiet, signal, materialization: base, bindings: bindingsOf(base), version: 'v1', state: {}, dryRun: false });
+    const conn = await client.connect();
+    try {
+      await conn.exec(`INSERT INTO "${schema}".migrated (id, n, ts, flow_document) VALUES (1, 42, '2024-05-01T10:00:00.1234567', N'{}');`);
+      const after1 = spec(base.name, [simple('migrated', schema, proj(['number']), ['n', 'ts'])], config);
+      const applied = await connector.apply({ config, log: quiet, signal, materialization: after1, bindings: bindingsOf(after1), lastMaterialization: base, version: 'v2', state: {}, dryRun: false });
+      assert.match(applied.actionDescription ?? '', /ALTER COLUMN n DOUBLE PRECISION/);
+      assert.match(applied.actionDescription ?? '', /sp_rename/);
+      const [row] = await conn.query(`SELECT n, ts FROM "${schema}".migrated;`);
+      assert.equal(row!.n, 42);
+      assert.equal(row!.ts, '2024-05-01T10:00:00.1234567Z');
+    } finally { await conn.close(); }
+  });
+
+  const sshSkip = sshdUnavailable();
+  it('connects through an SSH tunnel (real local sshd forwarding to the server)', { skip: sshSkip }, async () => {
+    const sshd = await startSshd();
+    try {
+      const tunneled = parseEndpointConfig({ ...config, networkTunnel: { sshForwarding: { sshEndpoint: `ssh://${sshd.user}@127.0.0.1:${sshd.port}`, privateKey: sshd.privateKey } } });
+      await checkPrerequisites(tunneled, quiet);
+    } finally { await sshd.stop(); }
+  });
+});
