@@ -99,16 +99,22 @@ export class ZipSplitter {
   }
 
   end(): Decompressed[] {
-    this.#run(() => this.#unzip.push(new Uint8Array(0), true));
+    let failure: unknown = null;
+    try {
+      this.#run(() => this.#unzip.push(new Uint8Array(0), true));
+    } catch (err) {
+      failure = err;
+    }
     const out = this.#take();
+    const h = this.#head;
+    const pk = h[0] === 0x50 && h[1] === 0x4b && (h[2] === 0x03 || h[2] === 0x05);
+    if (this.#bytes > 0 && !pk) {
+      throw new DecodeError('failed to decompress content as zip: no zip entries found (the file is not a zip archive)', { byteOffset: 0 });
+    }
     if (this.#open !== null && !this.#openFinished) {
       throw new DecodeError(`failed to decompress content as zip: the archive is truncated inside member '${this.#open}'`, { byteOffset: this.#bytes });
     }
-    const h = this.#head;
-    const pk = h[0] === 0x50 && h[1] === 0x4b && (h[2] === 0x03 || h[2] === 0x05);
-    if (this.#members === 0 && this.#bytes > 0 && !pk) {
-      throw new DecodeError('failed to decompress content as zip: no zip entries found (the file is not a zip archive)', { byteOffset: 0 });
-    }
+    if (failure) throw failure;
     return out;
   }
 

@@ -79,7 +79,7 @@ export class JsonRecordParser {
         if (c !== OPEN_BRACE) {
           // A scalar (or a nested array inside a top-level array): not a record.
           let end = pos;
-          while (end < n && end - pos < 100 && !isSpace(s.charCodeAt(end)) && s.charCodeAt(end) !== COMMA) end++;
+          while (end < n && end - pos < 100 && !isSpace(s.charCodeAt(end)) && s.charCodeAt(end) !== COMMA && s.charCodeAt(end) !== CLOSE_BRACKET) end++;
           if (end >= n && !final && end - pos < 100) break; // the scalar may continue in the next chunk
           throw this.#fail(`The JSON parser only supports objects or arrays of objects, found value: '${s.slice(pos, end)}'`, pos);
         }

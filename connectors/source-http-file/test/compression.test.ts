@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
+import { describe, test } from 'node:test';
+import { decompress, isHiddenZipMember, resolveCompression } from '../src/compression.ts';
+import type { ResolvedCompression } from '../src/compression.ts';
+import { DecodeError } from '../src/errors.ts';
+import { gzipSync, zipSync, zstdCompressSync } from './fixtures.ts';
+
+async function run(bytes: Uint8Array, compression: ResolvedCompression, size = 1 << 20): Promise<{ members: (string | null)[]; data: Record<string, string> }> {
+  const chunks: Uint8Array[] = [];
+  for (let i = 0; i < bytes.length; i += size) chunks.push(bytes.subarray(i, i + size));
+  const members: (string | null)[] = [];
+  const data: Record<string, string> = {};
+  let current = '';
+  for await (const ev of decompress(Readable.from(chunks, { objectMode: true }), compression)) {
+    if ('member' in ev) { members.push(ev.member); current = ev.member ?? ''; data[current] = ''; } else data[current] += Buffer.from(ev.data).toString();
+  }
+  return { members, data };
+}
+
+const text = 'a,b\n1,2\n'.repeat(1000);
+
+describe('compression', () => {
+  test('bad input: truncated gzip', async () => {
+    const gz = gzipSync(text);
+    await assert.rejects(run(gz.subarray(0, gz.length - 20), 'gzip', 7), (e: unknown) => e instanceof DecodeError && /^failed to decompress content as gzip: the compressed data is truncated \(unexpected end of file\)/.test(e.message));
+  });
+
+  test('bad input: a file that claims gzip but is not', async () => {
+    await assert.rejects(run(Buffer.from('plain text, not gzip\n'), 'gzip'), (e: unknown) => e instanceof DecodeError && e.message === 'failed to decompress content as gzip: incorrect header check (after 21 compressed bytes)');
+  });
+
+  test('bad input: truncated zstd', async () => {
+    const z = zstdCompressSync(Buffer.from(text));
+    await assert.rejects(run(z.subarray(0, z.length - 10), 'zstd', 5), (e: unknown) => e instanceof DecodeError && /^failed to decompress content as zstd: /.test(e.message));
+  });
+
+  test('bad input: truncated zip and not a zip', async () => {
+    const noisy = Buffer.from(Array.from({ length: 4000 }, (_, i) => (i * 7919) % 251));
+    const zip = zipSync({ 'a.csv': noisy });
+    await assert.rejects(run(zip.subarray(0, 200), 'zip', 3), (e: unknown) => e instanceof DecodeError && e.message === "failed to decompress content as zip: the archive is truncated inside member 'a.csv'");
+    await assert.rejects(run(Buffer.from('hello'), 'zip'), (e: unknown) => e instanceof DecodeError && e.message === 'failed to decompress content as zip: no zip entries found (the file is not a zip archive)');
+  });
+
+  test('empty input: no data (one member for stream formats, none for zip)', async () => {
+    assert.deepEqual(await run(new Uint8Array(0), 'none'), { members: [null], data: { '': '' } });
+    assert.deepEqual(await run(new Uint8Array(0), 'zip'), { members: [], data: {} });
+  });
+
+  test('gzip: multi-member, any chunk size', async () => {
+    const gz = Buffer.concat([gzipSync('first\n'), gzipSync('second\n')]);
+    for (const size of [1, 3, 1 << 20]) assert.deepEqual(await run(gz, 'gzip', size), { members: [null], data: { '': 'first\nsecond\n' } });
+  });
+
+  test('zstd round trip at any chunk size', async () => {
+    const z = zstdCompressSync(Buffer.from(text));
+    for (const size of [1, 100, 1 << 20]) assert.equal((await run(z, 'zstd', size)).data[''], text);
+  });
+
+  test('zip: members in order, hidden members skipped, deflate and stored', async () => {
+    const zip = zipSync({
+      'one.csv': [Buffer.from('a\n1\n'), { level: 6 }],
+      '__MACOSX/._one.csv': Buffer.from('junk'),
+      '.DS_Store': Buffer.from('junk'),
+      'dir/two.csv': [Buffer.from('a\n2\n'), { level: 0 }],
+    });
+    for (const size of [1, 5, 1 << 20]) {
+      assert.deepEqual(await run(zip, 'zip', size), { members: ['one.csv', 'dir/two.csv'], data: { 'one.csv': 'a\n1\n', 'dir/two.csv': 'a\n2\n' } });
+    }
+    assert.equal(isHiddenZipMember('x/'), true);
+  });
+
+  test('resolution order: explicit, extension, Content-Encoding/Type, magic bytes', () => {
+    const gz = gzipSync('x');
+    assert.deepEqual(resolveCompression({ explicit: 'none', filename: 'a.csv.gz', head: gz }), { compression: 'none', by: 'configuration' });
+    assert.deepEqual(resolveCompression({ filename: 'a.csv.gz', contentEncoding: 'gzip', head: gz }), { compression: 'gzip', by: 'file extension' });
+    assert.deepEqual(resolveCompression({ filename: 'a.zst', head: new Uint8Array(0) }), { compression: 'zstd', by: 'file extension' });
+    assert.deepEqual(resolveCompression({ filename: 'a.csv', contentEncoding: ' gzip ', head: gz }), { compression: 'gzip', by: 'Content-Encoding' });
+    assert.deepEqual(resolveCompression({ filename: 'a', contentType: 'application/zip', head: new Uint8Array(0) }), { compression: 'zip', by: 'Content-Type' });
+    assert.deepEqual(resolveCompression({ filename: 'data', head: zstdCompressSync(Buffer.from('x')) }), { compression: 'zstd', by: 'magic bytes' });
+    assert.deepEqual(resolveCompression({ filename: 'data', head: Buffer.from('PK\x03\x04') }), { compression: 'zip', by: 'magic bytes' });
+    assert.deepEqual(resolveCompression({ filename: 'data', head: Buffer.from('a,b') }), { compression: 'none', by: 'default' });
+  });
+});
