@@ -207,8 +207,9 @@ export class HttpClient {
     const lib = url.protocol === 'https:' ? https : http;
     const host = url.host;
     return new Promise<IncomingMessage>((resolve, reject) => {
-      const flat: string[] = [];
-      for (const [k, v] of headers) flat.push(k, v);
+      // Raw header list (repeats allowed); Node adds no Host header to a list, so add it here.
+      const flat: string[] = ['Host', url.host];
+      for (const [k, v] of headers) if (k.toLowerCase() !== 'host') flat.push(k, v);
       const req = lib.request(url, { method, headers: flat, ...(o.signal ? { signal: o.signal } : {}) });
       let connected = false;
       const connectTimer = setTimeout(() => {
@@ -407,7 +408,8 @@ export function classifyNetworkError(err: NodeJS.ErrnoException, url: URL): Erro
     return new NetworkError(`cannot connect to ${url.host}: connection refused (${code}): check the URL's host and port and that the server is running`, { cause: err, fields: { retryable: true } });
   }
   if (TLS_CODES.test(code) || /certificate|tls|ssl/i.test(err.message)) {
-    return new NetworkError(`TLS handshake with ${url.host} failed (${code || 'TLS error'}: ${err.message}): the server's certificate must be valid and trusted for this host name`, { cause: err, fields: { retryable: false } });
+    const detail = err.message.split('\n')[0]?.replace(/^write EPROTO [0-9A-F]+:error:[0-9A-F]+:SSL routines:[^:]*:/, '').trim();
+    return new NetworkError(`TLS handshake with ${url.host} failed (${code || 'TLS error'}: ${detail}): the server's certificate must be valid and trusted for this host name`, { cause: err, fields: { retryable: false } });
   }
   if (code === 'CONNECT_TIMEOUT' || code === 'IDLE_TIMEOUT' || code === 'ETIMEDOUT') {
     return new NetworkError(`timed out talking to ${url.host}: ${err.message}`, { cause: err, fields: { retryable: true } });

@@ -1,0 +1,191 @@
+// The HTTP client against a real loopback server: HEAD, validators, ranges, redirects, auth, retries,
+// dropped connections, slow bodies and every failure message.
+import assert from 'node:assert/strict';
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ConfigError, HttpError, NetworkError } from '../src/errors.ts';
+import { HttpClient, parseHttpDate } from '../src/http.ts';
+import type { HttpClientOptions } from '../src/http.ts';
+import { LAST_MODIFIED, startServer } from './helpers.ts';
+import type { FileServer } from './helpers.ts';
+
+const FAST = { backoffBaseMs: 5, backoffMaxMs: 20, maxRetries: 3, connectTimeoutMs: 2000, idleTimeoutMs: 2000 };
+const client = (url: string, o: Partial<HttpClientOptions> = {}): HttpClient => new HttpClient({ ...FAST, url, ...o });
+
+async function body(c: HttpClient): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of c.get()) chunks.push(chunk);
+  return Buffer.concat(chunks).toString();
+}
+
+const BIG = Buffer.from(Array.from({ length: 5000 }, (_, i) => `row ${i}\n`).join(''));
+
+describe('http client', () => {
+  let server: FileServer;
+  before(async () => {
+    server = await startServer({
+      '/data.csv': { body: 'a,b\n1,2\n', etag: '"v1"', headers: { 'content-type': 'text/csv' } },
+      '/no-head.csv': { body: 'x', headStatus: 405 },
+      '/not-impl.csv': { body: 'x', headStatus: 501 },
+      '/no-lm.csv': { body: 'x', noLastModified: true },
+      '/bad-lm.csv': { body: 'x', lastModified: 'yesterday-ish' },
+      '/private.csv': { body: 'secret', auth: 'alice:s3cret' },
+      '/forbidden.csv': { body: 'x', status: 403, headers: { 'content-type': 'text/plain' } },
+      '/broken.csv': { body: 'x', failStatus: 500 },
+      '/flaky.csv': { body: 'recovered', failStatus: 503, failTimes: 2 },
+      '/limited.csv': { body: 'ok after 429', failStatus: 429, failTimes: 1, retryAfter: '0' },
+      '/hop1': { redirect: '/hop2' },
+      '/hop2': { redirect: '/data.csv' },
+      '/loop': { redirect: '/loop' },
+      '/drop.csv': { body: BIG, etag: '"big"', dropAfter: 1000, dropTimes: 2 },
+      '/drop-norange.csv': { body: BIG, etag: '"big"', dropAfter: 1000, dropTimes: 1, ranges: false },
+      '/slow.csv': { body: BIG, slowChunk: 4096, slowDelayMs: 2 },
+      '/long-error': { body: 'E'.repeat(2000), status: 404 },
+    });
+  });
+  after(() => server.close());
+
+  test('HEAD reads Last-Modified, ETag, Content-Length', async () => {
+    const info = await client(server.url('/data.csv')).head();
+    assert.equal(info.lastModified, LAST_MODIFIED);
+    assert.equal(info.lastModifiedDate.toISOString(), '2015-10-21T07:28:00.000Z');
+    assert.equal(info.etag, '"v1"');
+    assert.equal(info.contentLength, 8);
+    assert.equal(info.contentType, 'text/csv');
+  });
+
+  test('bad input: HEAD refused (405, 501)', async () => {
+    await assert.rejects(client(server.url('/no-head.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/no-head.csv')} (405 Method Not Allowed): the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected`);
+    await assert.rejects(client(server.url('/not-impl.csv')).head(), (e: unknown) => e instanceof ConfigError && /\(501 Not Implemented\): the server must answer HEAD requests/.test(e.message));
+  });
+
+  test('bad input: no Last-Modified', async () => {
+    await assert.rejects(client(server.url('/no-lm.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server's HEAD response for ${server.url('/no-lm.csv')} has no Last-Modified header: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
+  });
+
+  test('bad input: malformed Last-Modified', async () => {
+    await assert.rejects(client(server.url('/bad-lm.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server's Last-Modified header for ${server.url('/bad-lm.csv')} is malformed: 'yesterday-ish' is not an HTTP date (expected e.g. 'Wed, 21 Oct 2015 07:28:00 GMT'); the server must send a valid Last-Modified`);
+  });
+
+  test('HTTP dates: IMF-fixdate, RFC 850, asctime; others rejected', () => {
+    assert.equal(parseHttpDate('Sun, 06 Nov 1994 08:49:37 GMT')?.toISOString(), '1994-11-06T08:49:37.000Z');
+    assert.equal(parseHttpDate('Sunday, 06-Nov-94 08:49:37 GMT')?.toISOString(), '1994-11-06T08:49:37.000Z');
+    assert.equal(parseHttpDate('Sun Nov  6 08:49:37 1994')?.toISOString(), '1994-11-06T08:49:37.000Z');
+    assert.equal(parseHttpDate('2015-10-21T07:28:00Z'), null);
+  });
+
+  test('bad input: 401 without credentials, then basic auth works', async () => {
+    await assert.rejects(client(server.url('/private.csv')).head(), (e: unknown) => e instanceof HttpError && e.status === 401 && e.message === `HTTP request failed with status 401 Unauthorized: authentication required: check the credentials (user and password) (GET ${server.url('/private.csv')})`);
+    assert.equal(await body(client(server.url('/private.csv'), { user: 'alice', password: 's3cret' })), 'secret');
+    const withUrlCreds = server.url('/private.csv').replace('http://', 'http://alice:s3cret@');
+    assert.equal(await body(client(withUrlCreds)), 'secret');
+  });
+
+  test('bad input: 403 and 404 carry the status and body', async () => {
+    await assert.rejects(client(server.url('/forbidden.csv')).head(), (e: unknown) => e instanceof HttpError && e.status === 403 && e.message === `HTTP request failed with status 403 Forbidden: x: the credentials or headers do not grant access to this file (GET ${server.url('/forbidden.csv')})`);
+    await assert.rejects(client(server.url('/missing.csv')).head(), (e: unknown) => e instanceof HttpError && e.message === `HTTP request failed with status 404 Not Found: no such file: /missing.csv: check the URL (GET ${server.url('/missing.csv')})`);
+  });
+
+  test('bad input: the error body is cut at 500 bytes', async () => {
+    await assert.rejects(body(client(server.url('/long-error'))), (e: unknown) => e instanceof HttpError && e.body.length === 500 && e.message.includes(`${'E'.repeat(500)}...`));
+  });
+
+  test('bad input: 500 after retries', async () => {
+    const before = server.requests.filter((r) => r.path === '/broken.csv').length;
+    await assert.rejects(body(client(server.url('/broken.csv'))), (e: unknown) => e instanceof HttpError && e.status === 500 && e.message === `HTTP request failed with status 500 Internal Server Error: failure 4: the server failed; it was retried (GET ${server.url('/broken.csv')})`);
+    assert.equal(server.requests.filter((r) => r.path === '/broken.csv').length - before, 4);
+  });
+
+  test('retries 503 with backoff and 429 honouring Retry-After', async () => {
+    assert.equal(await body(client(server.url('/flaky.csv'))), 'recovered');
+    assert.equal(await body(client(server.url('/limited.csv'))), 'ok after 429');
+  });
+
+  test('redirects are followed; a loop stops after 10', async () => {
+    assert.equal(await body(client(server.url('/hop1'))), 'a,b\n1,2\n');
+    await assert.rejects(body(client(server.url('/loop'))), (e: unknown) => e instanceof HttpError && e.message === `too many redirects (more than 10) starting at ${server.url('/loop')}`);
+  });
+
+  test('credentials are not forwarded to another origin', async () => {
+    const other = await startServer({ '/x.csv': { body: 'elsewhere' } });
+    const first = await startServer({ '/go': { redirect: other.url('/x.csv') } });
+    try {
+      const got = await body(client(first.url('/go'), { user: 'u', password: 'p', headers: [['Authorization', 'Bearer t'], ['Cookie', 'c=1'], ['X-Extra', 'yes']] }));
+      assert.equal(got, 'elsewhere');
+      const seen = other.requests[0]?.headers;
+      assert.equal(seen?.authorization, undefined);
+      assert.equal(seen?.cookie, undefined);
+      assert.equal(seen?.['x-extra'], 'yes');
+      assert.equal(first.requests[0]?.headers.authorization, `Basic ${Buffer.from('u:p').toString('base64')}`);
+    } finally {
+      await other.close();
+      await first.close();
+    }
+  });
+
+  test('a dropped connection resumes with Range and If-Range', async () => {
+    const before = server.requests.length;
+    assert.equal(await body(client(server.url('/drop.csv'))), BIG.toString());
+    const gets = server.requests.slice(before).filter((r) => r.method === 'GET');
+    assert.equal(gets.length, 3);
+    assert.equal(gets[1]?.headers.range, 'bytes=1000-');
+    assert.equal(gets[1]?.headers['if-range'], '"big"');
+  });
+
+  test('a dropped connection without range support restarts and skips what was read', async () => {
+    assert.equal(await body(client(server.url('/drop-norange.csv'))), BIG.toString());
+  });
+
+  test('bad input: dropped every time gives up with a clear message', async () => {
+    const s = await startServer({ '/d.csv': { body: BIG, dropAfter: 10, dropTimes: 100 } });
+    try {
+      await assert.rejects(body(client(s.url('/d.csv'), { maxRetries: 2 })), (e: unknown) => e instanceof NetworkError && /^the connection to 127\.0\.0\.1:\d+ dropped after \d+ bytes of .*\/d\.csv, 3 times: /.test(e.message));
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('a slow server is read to the end; an idle one times out', async () => {
+    assert.equal(await body(client(server.url('/slow.csv'))), BIG.toString());
+    const stall = http.createServer((_req, res) => { res.writeHead(200, { 'content-length': 10 }); res.write('12345'); });
+    await new Promise<void>((r) => stall.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(stall.address() as AddressInfo).port}/s.csv`;
+    try {
+      await assert.rejects(body(client(url, { idleTimeoutMs: 100, maxRetries: 0 })), (e: unknown) => e instanceof Error && /sent nothing for 0\.1s|dropped after 5 bytes/.test(e.message));
+    } finally {
+      stall.closeAllConnections();
+      stall.close();
+    }
+  });
+
+  test('bad input: unreachable host (connection refused)', async () => {
+    const s = http.createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const port = (s.address() as AddressInfo).port;
+    await new Promise<void>((r) => s.close(() => r()));
+    await assert.rejects(client(`http://127.0.0.1:${port}/x.csv`, { maxRetries: 1 }).head(), (e: unknown) => e instanceof NetworkError && e.message === `cannot connect to 127.0.0.1:${port}: connection refused (ECONNREFUSED): check the URL's host and port and that the server is running`);
+  });
+
+  test('bad input: DNS failure', async () => {
+    await assert.rejects(client('http://no-such-host.invalid/x.csv').head(), (e: unknown) => e instanceof NetworkError && e.message === "cannot resolve host 'no-such-host.invalid' (DNS lookup failed: ENOTFOUND): check the URL's host name");
+  });
+
+  test('bad input: TLS failure', async () => {
+    // A TLS listener without a usable certificate: the handshake fails.
+    const tls = https.createServer({});
+    await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+    const port = (tls.address() as AddressInfo).port;
+    try {
+      await assert.rejects(client(`https://127.0.0.1:${port}/x.csv`).head(), (e: unknown) => e instanceof NetworkError && /^TLS handshake with 127\.0\.0\.1:\d+ failed \(.+\): the server's certificate must be valid and trusted for this host name$/.test(e.message));
+    } finally {
+      tls.close();
+    }
+  });
+
+  test('bad input: URLs', () => {
+    assert.throws(() => client('not a url'), (e: unknown) => e instanceof ConfigError && e.message.startsWith("URL is invalid: 'not a url' is not a URL"));
+    assert.throws(() => client('ftp://example.com/x'), (e: unknown) => e instanceof ConfigError && e.message === 'URL "ftp://example.com/x" is not valid (it must be a complete URL with an HTTP scheme and domain)');
+  });
+});
