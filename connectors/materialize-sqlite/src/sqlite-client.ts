@@ -1,6 +1,8 @@
 // The SQLite client over node:sqlite (synchronous underneath; the Connection interface is async so the
-// core is the same for networked databases). WAL mode, synchronous=FULL, a busy timeout for the rare
-// moment two instances (a zombie and its successor) touch the same file.
+// core is the same for networked databases). WAL mode with synchronous=NORMAL: a commit survives a
+// process crash; a power loss may lose the last commits, but data and the runtime checkpoint roll back
+// together (one transaction), so the runtime replays them and exactly-once holds. A busy timeout covers
+// the rare moment two instances (a zombie and its successor) touch the same file.
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -20,13 +22,9 @@ function sqlError(err: unknown, sql: string): SqlError {
 
 type Bindable = null | number | bigint | string | Uint8Array;
 
+/** node:sqlite binds booleans itself (as 1/0), so parameters pass through without a copy. */
 function bind(params: readonly SqlParam[]): Bindable[] {
-  const out: Bindable[] = new Array(params.length);
-  for (let i = 0; i < params.length; i++) {
-    const p = params[i];
-    out[i] = typeof p === 'boolean' ? (p ? 1 : 0) : (p as Bindable);
-  }
-  return out;
+  return params as Bindable[];
 }
 
 class SqliteConnection implements Connection {
@@ -123,7 +121,7 @@ export class SqliteClient implements Client {
       if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
       db = new DatabaseSync(this.path, { timeout: this.#busyTimeoutMs });
       db.exec('PRAGMA journal_mode = WAL');
-      db.exec('PRAGMA synchronous = FULL');
+      db.exec('PRAGMA synchronous = NORMAL');
     } catch (cause) {
       throw new SqlConfigError(`cannot open SQLite database '${this.path}': ${(cause as Error).message}. Check that 'path' names a writable file`, { cause });
     }
