@@ -190,7 +190,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   const etag = head.etag;
   const prev = stateOf(ctx.state, binding.stateKey);
   const sameVersion = prev.path === file && prev.maxMod === maxMod && (prev.etag ?? null) === (etag ?? null);
-  if ((sameVersion && prev.complete === true) || (prev.maxMod === undefined && prev.minBound !== undefined && Date.parse(prev.minBound) >= head.lastModifiedDate.getTime())) {
+  if ((sameVersion && prev.complete === true) || (prev.maxMod == null && typeof prev.minBound === 'string' && Date.parse(prev.minBound) >= head.lastModifiedDate.getTime())) {
     log.info('the file is unchanged since the last capture (same Last-Modified and ETag); skipping it', { lastModified: head.lastModified, etag });
     return;
   }
