@@ -9,7 +9,7 @@ import type { CollectionSpec, MaterializationSpec } from '@sluice/runtime';
 import { SqlConfigError } from '@sluice/materialize-sql';
 import { materializeSqlite } from '../src/connector.ts';
 import type { EndpointConfig, ResourceConfig } from '../src/config.ts';
-import { ALL_TYPES_VALUES, allTypesCollection, binding, materialization, matchSnapshot, proj, testLogger, twoKeyCollection } from './helpers/fixtures.ts';
+import { allTypesCollection, binding, materialization, matchSnapshot, proj, testLogger, twoKeyCollection } from './helpers/fixtures.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-va-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
