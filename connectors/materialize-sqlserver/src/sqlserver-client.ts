@@ -205,7 +205,12 @@ export class SqlServerConnection implements Connection {
     this.closed = true;
     try {
       if (this.inTx) await this.rollback();
-    } catch { /* the connection is being discarded anyway */ }
+    } catch { /* reset below discards the transaction anyway */ }
+    // Back in the pool the session must not carry our temp tables or settings: reset it (or drop it).
+    const failed = await new Promise<Error | undefined>((resolve) => {
+      try { this.conn.reset((err) => resolve(err ?? undefined)); } catch (err) { resolve(err as Error); }
+    });
+    if (failed !== undefined) this.conn.close();
     this.release(this.conn);
   }
 }
