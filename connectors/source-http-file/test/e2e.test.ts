@@ -1,0 +1,101 @@
+// End to end: the connector as a process (`npx source-http-file` and its bin), speaking protocol lines.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, test } from 'node:test';
+import type { JsonObject } from '@sluice/runtime';
+import { applyCheckpoints, openRequest, startServer } from './helpers.ts';
+import type { FileServer } from './helpers.ts';
+import { gzipSync } from './fixtures.ts';
+
+const ROOT = new URL('../../../', import.meta.url).pathname;
+const BIN = new URL('../bin/source-http-file.ts', import.meta.url).pathname;
+
+interface Proc { lines: JsonObject[]; stderr: string; code: number | null; signal: string | null }
+
+/** Runs the bin with these request lines; `killAfter` SIGKILLs it once that predicate holds. */
+function run(requests: object[], options: { npx?: boolean; env?: Record<string, string>; killAfter?: (lines: JsonObject[]) => boolean } = {}): Promise<Proc> {
+  const [cmd, args] = options.npx ? ['npx', ['--no-install', 'source-http-file']] : [process.execPath, [BIN]];
+  const child = spawn(cmd, args, { cwd: ROOT, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  const lines: JsonObject[] = [];
+  let stderr = '';
+  let buf = '';
+  child.stdout.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl;
+    while ((nl = buf.indexOf('\n')) !== -1) {
+      lines.push(JSON.parse(buf.slice(0, nl)));
+      buf = buf.slice(nl + 1);
+      if (options.killAfter?.(lines)) child.kill('SIGKILL');
+    }
+  });
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdin.end(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  return new Promise((resolve) => child.on('close', (code, signal) => resolve({ lines, stderr, code, signal })));
+}
+
+const ROWS = 600;
+const CSV = `id,value\n${Array.from({ length: ROWS }, (_, i) => `${i},v${i}`).join('\n')}\n`;
+
+describe('source-http-file as a process', () => {
+  let server: FileServer;
+  before(async () => {
+    server = await startServer({
+      '/big.csv.gz': { body: gzipSync(CSV), slowChunk: 64, slowDelayMs: 1 },
+      '/small.csv': { body: 'a,b\n1,2\n3,4\n', etag: '"s"' },
+      '/no-lm.csv': { body: 'a\n1\n', noLastModified: true },
+    });
+  });
+  after(() => server.close());
+
+  test('npx source-http-file: spec matches the snapshot', async () => {
+    const p = await run([{ spec: { connectorType: 'IMAGE' } }], { npx: true });
+    assert.equal(p.code, 0, p.stderr);
+    assert.deepEqual(p.lines, [JSON.parse(readFileSync(new URL('./snapshots/spec.json', import.meta.url), 'utf8'))]);
+  });
+
+  test('discover', async () => {
+    const p = await run([{ discover: { connectorType: 'IMAGE', config: { url: server.url('/small.csv') } } }]);
+    assert.equal(p.code, 0, p.stderr);
+    const binding = ((p.lines[0]?.['discovered'] as JsonObject)['bindings'] as JsonObject[])[0] as JsonObject;
+    assert.equal(binding['recommendedName'], 'small.csv');
+  });
+
+  test('open: documents and checkpoints, exit 0; the next session skips the unchanged file', async () => {
+    const p = await run([openRequest({ url: server.url('/small.csv') })]);
+    assert.equal(p.code, 0, p.stderr);
+    assert.deepEqual(p.lines[0], { opened: {} });
+    const docs = p.lines.filter((l) => 'captured' in l).map((l) => (l['captured'] as JsonObject)['doc']);
+    assert.deepEqual(docs, [{ a: '1', b: '2', _meta: { file: server.url('/small.csv'), offset: 0 } }, { a: '3', b: '4', _meta: { file: server.url('/small.csv'), offset: 1 } }]);
+    const state = applyCheckpoints({}, p.lines.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
+    const again = await run([openRequest({ url: server.url('/small.csv') }, state)]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(again.lines, [{ opened: {} }]);
+  });
+
+  test('bad input: a missing Last-Modified exits 1 with the answer as the last stderr line', async () => {
+    const p = await run([openRequest({ url: server.url('/no-lm.csv') })]);
+    assert.equal(p.code, 1);
+    const last = JSON.parse(p.stderr.trim().split('\n').at(-1) as string) as { msg: string };
+    assert.match(last.msg, /has no Last-Modified header: the server must send Last-Modified/);
+  });
+
+  test('resume after a crash mid-file: no duplicate and no missing offset', async () => {
+    const env = { HTTP_FILE_CHECKPOINT_EVERY: '50' };
+    const crashed = await run([openRequest({ url: server.url('/big.csv.gz') })], {
+      env,
+      killAfter: (lines) => lines.filter((l) => 'checkpoint' in l).length === 4,
+    });
+    assert.equal(crashed.signal, 'SIGKILL');
+    // What the runtime committed: everything up to the last checkpoint line.
+    const lastCp = crashed.lines.map((l) => 'checkpoint' in l).lastIndexOf(true);
+    const committed = crashed.lines.slice(0, lastCp + 1);
+    const state = applyCheckpoints({}, committed.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
+    const records = ((state['bindingStateV1'] as JsonObject)['data'] as JsonObject)['records'] as number;
+    assert.ok(records > 0 && records < ROWS, `crashed mid-file (records ${records})`);
+    const resumed = await run([openRequest({ url: server.url('/big.csv.gz') }, state)], { env });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    const offsets = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => (((l['captured'] as JsonObject)['doc'] as JsonObject)['_meta'] as JsonObject)['offset']);
+    assert.deepEqual(offsets, Array.from({ length: ROWS }, (_, i) => i));
+  });
+});
