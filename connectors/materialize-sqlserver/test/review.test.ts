@@ -38,6 +38,17 @@ export function statementsOf(script: string): string[] {
 
 const unresolvable = { ...FIXTURE, config: { ...FIXTURE.config, address: 'sqlserver.invalid' } };
 
+describe('spec', () => {
+  it('the spec response (what the control plane and UIs see) matches the snapshot', async () => {
+    const r = await runBin({ spec: {} });
+    assert.equal(r.code, 0, r.stderr);
+    const spec = (JSON.parse(r.stdout) as { spec: Record<string, unknown> }).spec;
+    assert.equal(spec.protocol, 3032023);
+    assert.equal(spec.documentationUrl, 'https://go.estuary.dev/materialize-sqlserver');
+    matchSnapshot('spec.json', `${JSON.stringify(spec, null, 2)}\n`);
+  });
+});
+
 describe('offline review (apply --dry-run)', () => {
   before(grammarReady);
 
