@@ -215,6 +215,28 @@ export class SqlServerConnection implements Connection {
   }
 }
 
+/** The mssql pool configuration (credentials are added by the caller). */
+export function buildPoolConfig(cfg: EndpointConfig, server: string, port: number, opts: Pick<ClientOptions, 'connectTimeoutMs' | 'maxConnections'> = {}): sql.config {
+  return {
+    server,
+    port,
+    database: cfg.database,
+    connectionTimeout: opts.connectTimeoutMs ?? 20_000,
+    requestTimeout: 0, // MERGEs of large transactions run as long as they need
+    pool: { min: 0, max: opts.maxConnections ?? 4, idleTimeoutMillis: 60_000 },
+    options: {
+      encrypt: true, // always TLS; the certificate is not verified (as upstream: no option to change either)
+      trustServerCertificate: true,
+      appName: APP_NAME,
+      enableArithAbort: true,
+      // The generated SQL relies on both (quoted identifiers; nullable columns written without NULL).
+      enableQuotedIdentifier: true,
+      enableAnsiNullDefault: true,
+      useUTC: true,
+    },
+  };
+}
+
 export class SqlServerClient implements Client {
   readonly config: EndpointConfig;
   private readonly opts: ClientOptions;
@@ -245,24 +267,7 @@ export class SqlServerClient implements Client {
       server = this.tunnel.localHost;
       port = this.tunnel.localPort;
     }
-    const poolConfig: sql.config = {
-      server,
-      port,
-      database: cfg.database,
-      connectionTimeout: this.opts.connectTimeoutMs ?? 20_000,
-      requestTimeout: 0, // MERGEs of large transactions run as long as they need
-      pool: { min: 0, max: this.opts.maxConnections ?? 4, idleTimeoutMillis: 60_000 },
-      options: {
-        encrypt: true,
-        trustServerCertificate: true,
-        appName: APP_NAME,
-        enableArithAbort: true,
-        // The generated SQL relies on both (quoted identifiers; nullable columns written without NULL).
-        enableQuotedIdentifier: true,
-        enableAnsiNullDefault: true,
-        useUTC: true,
-      },
-    };
+    const poolConfig = buildPoolConfig(cfg, server, port, this.opts);
     const creds = cfg.credentials;
     if (creds.auth_type === 'UserPassword') {
       poolConfig.user = cfg.user;

@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { ConfigError } from '@sluice/runtime';
 import { SqlError } from '@sluice/materialize-sql';
 import { parseEndpointConfig } from '../src/config.ts';
-import { SqlServerClient } from '../src/sqlserver-client.ts';
+import { APP_NAME, SqlServerClient, buildPoolConfig } from '../src/sqlserver-client.ts';
 import { connectError, missingCreateTableError, statementError } from '../src/errors.ts';
 import { checkServerVersion } from '../src/connector.ts';
 
@@ -67,6 +67,22 @@ describe('SqlServerClient connection errors', () => {
     try {
       await assert.rejects(client.connect(), { message: "host at address 'no-such-host.invalid' cannot be found: check the address" });
     } finally { await client.close(); }
+  });
+});
+
+describe('pool configuration', () => {
+  it('always encrypts, names the application, keeps quoted identifiers and ANSI null defaults, no request timeout', () => {
+    const c = buildPoolConfig(cfg('db.example.com:1433'), 'db.example.com', 1433);
+    assert.equal(APP_NAME, 'Flow Materialization Connector');
+    assert.deepEqual({ server: c.server, port: c.port, database: c.database, requestTimeout: c.requestTimeout, connectionTimeout: c.connectionTimeout }, {
+      server: 'db.example.com', port: 1433, database: 'analytics', requestTimeout: 0, connectionTimeout: 20_000,
+    });
+    assert.equal(c.options?.encrypt, true);
+    assert.equal(c.options?.trustServerCertificate, true);
+    assert.equal(c.options?.appName, 'Flow Materialization Connector');
+    assert.equal(c.options?.enableQuotedIdentifier, true);
+    assert.equal(c.options?.enableAnsiNullDefault, true);
+    assert.equal(c.password, undefined);
   });
 });
 
