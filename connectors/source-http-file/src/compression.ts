@@ -69,14 +69,12 @@ export class ZipSplitter {
   #error: Error | null = null;
   #open: string | null = null;
   #openFinished = true;
-  #members = 0;
   #bytes = 0;
 
   constructor() {
     this.#unzip.register(UnzipInflate);
     this.#unzip.onfile = (file) => {
       if (isHiddenZipMember(file.name)) return; // not started: its data is skipped
-      this.#members++;
       this.#events.push({ member: file.name });
       this.#open = file.name;
       this.#openFinished = false;

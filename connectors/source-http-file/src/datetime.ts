@@ -4,7 +4,19 @@
 // dropped and others are written with 3, 6 or 9 digits. Anything else is left untouched.
 import type { JsonValue } from '@sluice/runtime';
 
-const PATTERN = /^(\d{4})-(\d{2})-(\d{2})T? ?(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(Z|z|[+-]\d{2}:\d{2})?$/;
+function digits(s: string, at: number, count: number): boolean {
+  for (let k = at; k < at + count; k++) {
+    const c = s.charCodeAt(k);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+function num(s: string, at: number, count: number): number {
+  let v = 0;
+  for (let k = at; k < at + count; k++) v = v * 10 + (s.charCodeAt(k) - 48);
+  return v;
+}
 
 /** Parses a `±HH:MM` offset; returns minutes or null when malformed. */
 export function parseOffset(offset: string): number | null {
@@ -39,32 +51,48 @@ export class DatetimeNormalizer {
 
   /** Returns the normalised string, or the input unchanged when it is not a whole timestamp. */
   string(s: string): string {
-    // Cheap prefilter: every match is at least 19 characters with '-' at 4 and 7.
-    if (s.length < 19 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return s;
-    const m = PATTERN.exec(s);
-    if (!m) return s;
-    const [, y, mo, d, h, mi, sec, frac, zone] = m as unknown as string[];
-    const month = Number(mo);
-    const day = Number(d);
-    if (month < 1 || month > 12 || day < 1 || day > daysInMonth(Number(y), month)) return s;
-    if (Number(h) > 23 || Number(mi) > 59 || Number(sec) > 60) return s;
+    // Hand-written matcher (hot path: every CSV value): cheap rejection on the first characters.
+    const n = s.length;
+    if (n < 19 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return s;
+    if (!digits(s, 0, 4) || !digits(s, 5, 2) || !digits(s, 8, 2)) return s;
+    let i = 10;
+    if (s.charCodeAt(i) === 84) i++; // T
+    if (s.charCodeAt(i) === 32) i++; // space
+    if (i + 8 > n || s.charCodeAt(i + 2) !== 58 || s.charCodeAt(i + 5) !== 58 || !digits(s, i, 2) || !digits(s, i + 3, 2) || !digits(s, i + 6, 2)) return s;
+    const timeAt = i;
+    i += 8;
+    let fracStart = -1;
+    let fracEnd = -1;
+    if (i < n && s.charCodeAt(i) === 46) {
+      fracStart = i + 1;
+      let j = fracStart;
+      while (j < n && s.charCodeAt(j) >= 48 && s.charCodeAt(j) <= 57) j++;
+      if (j === fracStart) return s;
+      fracEnd = j;
+      i = j;
+    }
     let offset: string;
-    if (zone === undefined) offset = this.#defaultOffset;
-    else if (zone === 'Z' || zone === 'z') offset = 'Z';
+    if (i === n) offset = this.#defaultOffset;
     else {
-      const minutes = parseOffset(zone);
-      if (minutes === null) return s;
-      offset = formatOffset(minutes);
+      const c = s.charCodeAt(i);
+      if ((c === 90 || c === 122) && i + 1 === n) offset = 'Z';
+      else if ((c === 43 || c === 45) && i + 6 === n) {
+        const minutes = parseOffset(s.slice(i));
+        if (minutes === null) return s;
+        offset = formatOffset(minutes);
+      } else return s;
     }
+    const month = num(s, 5, 2);
+    const day = num(s, 8, 2);
+    if (month < 1 || month > 12 || day < 1 || day > daysInMonth(num(s, 0, 4), month)) return s;
+    if (num(s, timeAt, 2) > 23 || num(s, timeAt + 3, 2) > 59 || num(s, timeAt + 6, 2) > 60) return s;
     let fraction = '';
-    if (frac !== undefined) {
-      const digits = frac.length > 9 ? frac.slice(0, 9) : frac.padEnd(9, '0');
-      if (!/^0+$/.test(digits)) {
-        fraction = digits.endsWith('000000') ? digits.slice(0, 3) : digits.endsWith('000') ? digits.slice(0, 6) : digits;
-        fraction = `.${fraction}`;
-      }
+    if (fracStart !== -1) {
+      const frac = s.slice(fracStart, fracEnd);
+      const nine = frac.length > 9 ? frac.slice(0, 9) : frac.padEnd(9, '0');
+      if (nine !== '000000000') fraction = `.${nine.endsWith('000000') ? nine.slice(0, 3) : nine.endsWith('000') ? nine.slice(0, 6) : nine}`;
     }
-    return `${y}-${mo}-${d}T${h}:${mi}:${sec}${fraction}${offset}`;
+    return `${s.slice(0, 10)}T${s.slice(timeAt, timeAt + 8)}${fraction}${offset}`;
   }
 
   /** Rewrites every string inside a JSON value, in place where possible; returns the value. */

@@ -1,0 +1,152 @@
+// Benchmark: source-http-file capturing a generated CSV (gzip and zstd) over loopback HTTP through
+// the protocol (spawned bin, stdout to /dev/null), against Miller (`mlr --icsv --ojsonl cat`) and
+// decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
+// decoded text (the hot-path decision).
+//   npx node bench/http-file.ts [--rows N]      (default 500000 rows, ~80 MB; ~6500000 rows ≈ 1 GB)
+import { spawn, spawnSync } from 'node:child_process';
+import { createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { createGzip } from 'node:zlib';
+import { pipeline } from 'node:stream/promises';
+import { parse as csvParse } from 'csv-parse/sync';
+import { CsvRecordParser } from '../connectors/source-http-file/src/csv.ts';
+import { DatetimeNormalizer } from '../connectors/source-http-file/src/datetime.ts';
+
+const argRows = process.argv.indexOf('--rows');
+const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
+const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
+const csvPath = join(dir, 'rides.csv');
+
+const CITIES = ['Lisbon', 'Osaka', 'São Paulo', 'Zürich', 'New York, NY', 'Nairobi', 'Reykjavík', 'Chennai'];
+async function generate(): Promise<void> {
+  const out = createWriteStream(csvPath);
+  out.write('ride_id,rider_email,city,started_at,ended_at,distance_km,fare,tip,member,note\n');
+  let batch = '';
+  for (let i = 0; i < ROWS; i++) {
+    const start = 1_700_000_000_000 + i * 37_000;
+    const city = CITIES[i % CITIES.length] as string;
+    batch += `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0')}-${i},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
+      + `${new Date(start).toISOString().replace('T', ' ').slice(0, 19)},${new Date(start + 900_000).toISOString().replace('T', ' ').slice(0, 19)},`
+      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 11 === 0 ? '"late, but ""fine"""' : 'ok'}\n`;
+    if (batch.length > 1 << 20) {
+      if (!out.write(batch)) await once(out, 'drain');
+      batch = '';
+    }
+  }
+  out.end(batch);
+  await once(out, 'finish');
+}
+
+function seconds(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+/** Runs a shell command with stdout to /dev/null; returns wall seconds and peak RSS (MB) from /usr/bin/time. */
+function timed(cmd: string): { secs: number; rssMb: number } {
+  const start = process.hrtime.bigint();
+  const r = spawnSync('/usr/bin/time', ['-f', '%M', 'sh', '-c', `${cmd} > /dev/null`], { encoding: 'utf8' });
+  const secs = seconds(start);
+  if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr}`);
+  return { secs, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024 };
+}
+
+async function serve(): Promise<{ url: (name: string) => string; close: () => void }> {
+  const lastModified = new Date().toUTCString();
+  const server = http.createServer((req, res) => {
+    const path = join(dir, (req.url ?? '/').slice(1));
+    let size: number;
+    try { size = statSync(path).size; } catch { res.writeHead(404); res.end(); return; }
+    res.writeHead(200, { 'content-length': size, 'last-modified': lastModified, 'accept-ranges': 'bytes' });
+    if (req.method === 'HEAD') { res.end(); return; }
+    createReadStream(path, { highWaterMark: 64 * 1024 }).pipe(res);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  return { url: (name) => `http://127.0.0.1:${port}/${name}`, close: () => server.close() };
+}
+
+/** Captures `url` through the protocol with the connector bin; stdout goes to /dev/null. */
+async function capture(url: string): Promise<{ secs: number; rssMb: number; docs: number }> {
+  const request = { open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } };
+  const devnull = openSync('/dev/null', 'w');
+  const start = process.hrtime.bigint();
+  const child = spawn(process.execPath, [BIN], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdin.end(`${JSON.stringify(request)}\n`);
+  let peakKb = 0;
+  const poll = setInterval(() => {
+    try {
+      const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      if (m) peakKb = Math.max(peakKb, Number(m[1]));
+    } catch { /* exited */ }
+  }, 20);
+  const [code] = await once(child, 'close') as [number];
+  clearInterval(poll);
+  const secs = seconds(start);
+  if (code !== 0) throw new Error(`capture of ${url} failed (${code}): ${stderr}`);
+  const m = /captured (\d+) documents/.exec(stderr);
+  return { secs, rssMb: peakKb / 1024, docs: m ? Number(m[1]) : -1 };
+}
+
+function parseCoreBench(text: string): { ours: number; csvParse: number } {
+  const t1 = process.hrtime.bigint();
+  const p = new CsvRecordParser({ config: {}, datetimes: new DatetimeNormalizer() });
+  let n = 0;
+  const step = 64 * 1024;
+  for (let i = 0; i < text.length; i += step) n += p.push(text.slice(i, i + step)).length;
+  n += p.end().length;
+  const ours = n / seconds(t1);
+  const t2 = process.hrtime.bigint();
+  const rows = csvParse(text, { columns: true, relax_column_count: true }) as unknown[];
+  const csvParseRate = rows.length / seconds(t2);
+  return { ours, csvParse: csvParseRate };
+}
+
+const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+
+async function main(): Promise<void> {
+  console.log(`generating ${fmt(ROWS)} rows in ${dir} …`);
+  await generate();
+  const rawBytes = statSync(csvPath).size;
+  await pipeline(createReadStream(csvPath), createGzip({ level: 6 }), createWriteStream(`${csvPath}.gz`));
+  const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
+  if (z.status !== 0) throw new Error('zstd failed: install the Debian package zstd');
+  console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB, gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB\n`);
+
+  const server = await serve();
+  const results: string[] = [];
+  try {
+    for (const [kind, file, decompressCmd, mlrCmd] of [
+      ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
+      ['zstd', 'rides.csv.zst', `zstd -dc ${csvPath}.zst`, `mlr --icsv --ojsonl --prepipe 'zstd -dc' cat ${csvPath}.zst`],
+    ] as const) {
+      const ours = await capture(server.url(file));
+      if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
+      const mlr = timed(mlrCmd);
+      const dec = timed(decompressCmd);
+      const rows = (s: number): number => ROWS / s;
+      results.push(
+        `${kind}: source-http-file ${fmt(rows(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s`,
+        `${kind}: Miller        ${fmt(rows(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s  → ratio ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s`,
+        `${kind}: ${decompressCmd.split(' ')[0]} ${decompressCmd.includes('zstd') ? '-dc' : ''}     ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s  → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× decompression alone`,
+      );
+      console.log(results.slice(-3).join('\n'));
+    }
+  } finally {
+    server.close();
+  }
+  const text = readFileSync(csvPath, 'utf8');
+  const sample = text.slice(0, Math.min(text.length, 40_000_000));
+  const core = parseCoreBench(sample.slice(0, sample.lastIndexOf('\n') + 1));
+  console.log(`\nCSV hot path on decoded text: our core ${fmt(core.ours)} rows/s, csv-parse (columns: true) ${fmt(core.csvParse)} rows/s → ${fmt(core.ours / core.csvParse, 2)}×`);
+  rmSync(dir, { recursive: true, force: true });
+}
+
+await main();
