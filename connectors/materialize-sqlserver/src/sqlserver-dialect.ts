@@ -224,6 +224,21 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     };
   }
 
+  /**
+   * Temp-table (staging) column type: exactly what the client declares to the TDS bulk load, which does not
+   * convert types. Strings are staged as UTF-16 `nvarchar` with the target's collation (tedious would encode
+   * `varchar` in the database's default code page); MERGE / INSERT … SELECT convert into the target column.
+   * User DDL is staged as text and converted by the server the same way. Staging columns are all nullable and
+   * unkeyed: a deletion's tombstone may lack required values, the runtime sends each key once per transaction,
+   * and an nvarchar copy of a 900-byte varchar key can exceed the 900-byte index limit.
+   */
+  const stagingDdl = (c: Column): string => {
+    if (c.mapped.userDdl === true) return `nvarchar(MAX) COLLATE ${collation}`;
+    const { type, length } = ddlBaseType(c.mapped.ddl);
+    if (type !== 'varchar' && type !== 'nvarchar') return c.mapped.ddl;
+    const size = length === null || length === -1 || length > 4000 ? 'MAX' : String(length);
+    return `nvarchar(${size}) COLLATE ${collation}`;
+  };
   const columnDef = (c: Column, notNull: boolean) => `${c.identifier} ${c.mapped.ddl}${notNull ? ' NOT NULL' : ''}`;
   const keyList = (t: Table) => t.keys.map((k) => k.identifier).join(', ');
   const loadName = (t: Table) => `#flow_temp_load_${t.binding}`;
@@ -301,8 +316,8 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
     loadTable: (t) => ({ name: loadName(t), identifier: loadName(t) }),
     createLoadTable(t) {
-      const cols = t.keys.map((k) => `\t${columnDef(k, true)}`);
-      return `CREATE TABLE ${loadName(t)} (\n${cols.join(',\n')},\n\tPRIMARY KEY (${keyList(t)})\n);`;
+      const cols = t.keys.map((k) => `\t${k.identifier} ${stagingDdl(k)}`);
+      return `CREATE TABLE ${loadName(t)} (\n${cols.join(',\n')}\n);`;
     },
     truncateLoad: (t) => `TRUNCATE TABLE ${loadName(t)};`,
     loadQuery(tables) {
@@ -314,11 +329,8 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
     storeTable: (t) => ({ name: storeName(t), identifier: storeName(t) }),
     createStoreTable(t) {
-      // Every column nullable: a deletion's tombstone may lack required values, and the target's
-      // constraints apply when rows reach it anyway.
-      const cols = t.columns.map((c) => `\t${columnDef(c, c.role === 'key' && !t.deltaUpdates)}`);
-      cols.push(`\t${DELETE_FLAG_COLUMN} BIT NOT NULL`);
-      if (!t.deltaUpdates) cols.push(`\tPRIMARY KEY (${keyList(t)})`);
+      const cols = t.columns.map((c) => `\t${c.identifier} ${stagingDdl(c)}`);
+      cols.push(`\t${DELETE_FLAG_COLUMN} BIT`);
       return `CREATE TABLE ${storeName(t)} (\n${cols.join(',\n')}\n);`;
     },
     mergeFromStore(t) {

@@ -172,6 +172,28 @@ describe('SQL Server transactor (fake client)', () => {
 });
 
 describe('bulk column mapping (tedious types)', () => {
+  it('staging tables declare exactly the types the bulk load sends (TDS bulk load does not convert)', () => {
+    for (const collation of ['Latin1_General_100_BIN2_UTF8', 'Latin1_General_100_BIN2']) {
+      const d = createSqlServerDialect({ collation });
+      for (const [i, b] of FIXTURE.bindings!.entries()) {
+        const t = buildTable(d, i, b.resourcePath!, b);
+        const staged = new Map<string, string>();
+        for (const sql of [d.templates.createStoreTable!(t), d.templates.createLoadTable(t)]) {
+          for (const line of sql.split('\n').slice(1, -1)) {
+            const m = /^\t(.+?) ([A-Za-z0-9]+(?: PRECISION)?(?:\((?:MAX|\d+)\))?)(?: COLLATE \S+)?,?$/.exec(line);
+            assert.ok(m !== null, `unparsed staging column line: ${line}`);
+            staged.set(m[1]!, m[2]!.toLowerCase().replace('double precision', 'float'));
+          }
+        }
+        for (const c of [...t.columns, { identifier: '_flow_delete', mapped: { ddl: 'boolean' } }]) {
+          const bc = bulkColumn(c.mapped.ddl, true);
+          const declared = (bc.type as unknown as { declaration(p: object): string }).declaration({ length: bc.options.length, scale: bc.options.scale, precision: bc.options.precision });
+          assert.equal(declared.toLowerCase().replace('(7)', ''), staged.get(c.identifier), `${collation} ${t.path.join('.')} ${c.identifier} (${c.mapped.ddl})`);
+        }
+      }
+    }
+  });
+
   it('declares each DDL with the driver type and converts values', () => {
     assert.equal(bulkColumn('BIGINT', true).type.name, 'BigInt');
     assert.equal(bulkColumn('boolean', false).type.name, 'Bit');

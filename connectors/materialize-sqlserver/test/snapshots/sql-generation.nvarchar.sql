@@ -61,10 +61,9 @@ CREATE TABLE dbo.key_value (
 
 -- createLoadTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_load_0 (
-	key1 BIGINT NOT NULL,
-	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL,
-	PRIMARY KEY (key1, key2, "key!binary")
+	key1 BIGINT,
+	key2 BIT,
+	"key!binary" VARBINARY(900)
 );
 
 -- truncateLoad dbo.key_value (binding 0)
@@ -72,9 +71,9 @@ TRUNCATE TABLE #flow_temp_load_0;
 
 -- createStoreTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_store_0 (
-	key1 BIGINT NOT NULL,
-	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL,
+	key1 BIGINT,
+	key2 BIT,
+	"key!binary" VARBINARY(900),
 	"123" BIGINT,
 	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
@@ -89,7 +88,7 @@ CREATE TABLE #flow_temp_store_0 (
 	flow_published_at DATETIME2,
 	"integer" BIGINT,
 	"integerGt64Bit" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	"integerWithUserDDL" DECIMAL(20),
+	"integerWithUserDDL" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	"key" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	multiple nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	"nonAsciiκόσμε" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
@@ -108,8 +107,7 @@ CREATE TABLE #flow_temp_store_0 (
 	"with space" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	é nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (key1, key2, "key!binary")
+	_flow_delete BIT
 );
 
 -- mergeFromStore dbo.key_value (binding 0)
@@ -157,8 +155,7 @@ CREATE TABLE "Weird ""Schema"""."delta updates" (
 
 -- createLoadTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_load_1 (
-	"theKey" nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
-	PRIMARY KEY ("theKey")
+	"theKey" nvarchar(450) COLLATE Latin1_General_100_BIN2
 );
 
 -- truncateLoad Weird "Schema".delta updates (binding 1, delta)
@@ -169,7 +166,7 @@ CREATE TABLE #flow_temp_store_1 (
 	"theKey" nvarchar(450) COLLATE Latin1_General_100_BIN2,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
-	_flow_delete BIT NOT NULL
+	_flow_delete BIT
 );
 
 -- mergeFromStore Weird "Schema".delta updates (binding 1, delta)
@@ -216,9 +213,8 @@ CREATE TABLE "order" (
 
 -- createLoadTable order (binding 2)
 CREATE TABLE #flow_temp_load_2 (
-	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
-	id nvarchar(300) COLLATE Latin1_General_100_BIN2 NOT NULL,
-	PRIMARY KEY (ts, id)
+	ts nvarchar(450) COLLATE Latin1_General_100_BIN2,
+	id nvarchar(300) COLLATE Latin1_General_100_BIN2
 );
 
 -- truncateLoad order (binding 2)
@@ -226,11 +222,10 @@ TRUNCATE TABLE #flow_temp_load_2;
 
 -- createStoreTable order (binding 2)
 CREATE TABLE #flow_temp_store_2 (
-	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
-	id nvarchar(300) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	ts nvarchar(450) COLLATE Latin1_General_100_BIN2,
+	id nvarchar(300) COLLATE Latin1_General_100_BIN2,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (ts, id)
+	_flow_delete BIT
 );
 
 -- mergeFromStore order (binding 2)
@@ -277,8 +272,7 @@ CREATE TABLE dbo.keys_only (
 
 -- createLoadTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_load_3 (
-	id BIGINT NOT NULL,
-	PRIMARY KEY (id)
+	id BIGINT
 );
 
 -- truncateLoad dbo.keys_only (binding 3)
@@ -286,9 +280,8 @@ TRUNCATE TABLE #flow_temp_load_3;
 
 -- createStoreTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_store_3 (
-	id BIGINT NOT NULL,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (id)
+	id BIGINT,
+	_flow_delete BIT
 );
 
 -- mergeFromStore dbo.keys_only (binding 3)

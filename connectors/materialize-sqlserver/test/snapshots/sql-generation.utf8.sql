@@ -61,10 +61,9 @@ CREATE TABLE dbo.key_value (
 
 -- createLoadTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_load_0 (
-	key1 BIGINT NOT NULL,
-	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL,
-	PRIMARY KEY (key1, key2, "key!binary")
+	key1 BIGINT,
+	key2 BIT,
+	"key!binary" VARBINARY(900)
 );
 
 -- truncateLoad dbo.key_value (binding 0)
@@ -72,44 +71,43 @@ TRUNCATE TABLE #flow_temp_load_0;
 
 -- createStoreTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_store_0 (
-	key1 BIGINT NOT NULL,
-	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL,
+	key1 BIGINT,
+	key2 BIT,
+	"key!binary" VARBINARY(900),
 	"123" BIGINT,
-	"_meta/op" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a""string`with`quote'characters" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a]b" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"array" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a]b" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"array" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"binary" VARBINARY(MAX),
 	"boolean" BIT,
 	"dateField" DATE,
 	"dateTimeField" DATETIME2,
-	"dotted.name" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	field_with_projection varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"dotted.name" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	field_with_projection nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	flow_published_at DATETIME2,
 	"integer" BIGINT,
-	"integerGt64Bit" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"integerWithUserDDL" DECIMAL(20),
-	"key" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	multiple varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"nonAsciiκόσμε" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerGt64Bit" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerWithUserDDL" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"key" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	multiple nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"nonAsciiκόσμε" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	number DOUBLE PRECISION,
-	"numberCastToString" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"object" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"Select" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	string varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"stringHuge" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"numberCastToString" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"object" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"Select" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	string nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringHuge" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringInteger" BIGINT,
-	"stringInteger39Chars" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringInteger39Chars" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringNumber" DOUBLE PRECISION,
-	"stringSized" varchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringSized" nvarchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
 	"timeField" TIME,
-	"uuidField" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"with space" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	é varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (key1, key2, "key!binary")
+	"uuidField" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"with space" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	é nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT
 );
 
 -- mergeFromStore dbo.key_value (binding 0)
@@ -157,8 +155,7 @@ CREATE TABLE "Weird ""Schema"""."delta updates" (
 
 -- createLoadTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_load_1 (
-	"theKey" varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	PRIMARY KEY ("theKey")
+	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8
 );
 
 -- truncateLoad Weird "Schema".delta updates (binding 1, delta)
@@ -166,10 +163,10 @@ TRUNCATE TABLE #flow_temp_load_1;
 
 -- createStoreTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_store_1 (
-	"theKey" varchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
-	_flow_delete BIT NOT NULL
+	_flow_delete BIT
 );
 
 -- mergeFromStore Weird "Schema".delta updates (binding 1, delta)
@@ -216,9 +213,8 @@ CREATE TABLE "order" (
 
 -- createLoadTable order (binding 2)
 CREATE TABLE #flow_temp_load_2 (
-	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	PRIMARY KEY (ts, id)
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8
 );
 
 -- truncateLoad order (binding 2)
@@ -226,11 +222,10 @@ TRUNCATE TABLE #flow_temp_load_2;
 
 -- createStoreTable order (binding 2)
 CREATE TABLE #flow_temp_store_2 (
-	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (ts, id)
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT
 );
 
 -- mergeFromStore order (binding 2)
@@ -277,8 +272,7 @@ CREATE TABLE dbo.keys_only (
 
 -- createLoadTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_load_3 (
-	id BIGINT NOT NULL,
-	PRIMARY KEY (id)
+	id BIGINT
 );
 
 -- truncateLoad dbo.keys_only (binding 3)
@@ -286,9 +280,8 @@ TRUNCATE TABLE #flow_temp_load_3;
 
 -- createStoreTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_store_3 (
-	id BIGINT NOT NULL,
-	_flow_delete BIT NOT NULL,
-	PRIMARY KEY (id)
+	id BIGINT,
+	_flow_delete BIT
 );
 
 -- mergeFromStore dbo.keys_only (binding 3)
