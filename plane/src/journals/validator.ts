@@ -1,43 +1,20 @@
-// Document validation against collection schemas (ajv, JSON Schema 2020-12 with draft-07 keywords
-// tolerated; Flow's annotations such as `reduce` are ignored by validation). Compiled validators are
-// cached by schema text, so republishing an unchanged collection reuses them.
-import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
-import type { JsonSchema } from '@sluice/runtime';
-
-const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => void;
+// Document validation against collection schemas, through the catalog's one ajv set-up
+// (compileDocumentSchema: JSON Schema 2020-12, Flow's formats, annotations such as `reduce` ignored).
+// Compiled validators are cached by schema text, so republishing an unchanged collection reuses them.
+import type { JsonSchema, JsonValue } from '@sluice/runtime';
+import { compileDocumentSchema } from '../catalog/ajv.ts';
 
 export class SchemaValidators {
-  readonly #ajv: Ajv2020;
-  readonly #cache = new Map<string, ValidateFunction>();
+  readonly #cache = new Map<string, (doc: JsonValue) => string | null>();
 
-  constructor() {
-    this.#ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: false, allowUnionTypes: true });
-    addFormats(this.#ajv);
-  }
-
-  /** Returns a function giving null for a valid document, else a one-line description of the first error. */
-  get(schema: JsonSchema): (doc: unknown) => string | null {
+  /** Returns a function giving null for a valid document, else a one-line description of the error. */
+  get(schema: JsonSchema): (doc: JsonValue) => string | null {
     const text = JSON.stringify(schema);
     let fn = this.#cache.get(text);
     if (fn === undefined) {
-      // A schema's $id may only be registered once per ajv instance: compile a copy without it.
-      const copy = typeof schema === 'object' ? { ...schema } : schema;
-      if (typeof copy === 'object') delete copy.$id;
-      fn = this.#ajv.compile(copy);
+      fn = compileDocumentSchema(schema);
       this.#cache.set(text, fn);
     }
-    const validate = fn;
-    return (doc) => (validate(doc) ? null : describeErrors(validate));
+    return fn;
   }
-}
-
-function describeErrors(fn: ValidateFunction): string {
-  const e = fn.errors?.[0];
-  if (e === undefined) return 'document is invalid';
-  const at = e.instancePath === '' ? 'document root' : e.instancePath;
-  let detail = e.message ?? 'is invalid';
-  if (e.keyword === 'additionalProperties') detail += ` (${String((e.params as { additionalProperty?: string }).additionalProperty)})`;
-  if (e.keyword === 'enum') detail += ` (${JSON.stringify((e.params as { allowedValues?: unknown }).allowedValues)})`;
-  return `${at} ${detail} (schema ${e.schemaPath})`;
 }

@@ -25,7 +25,7 @@ export interface PreparedDoc {
 
 export class CollectionWriter {
   readonly collection: CollectionSpec;
-  readonly #validate: (doc: unknown) => string | null;
+  readonly #validate: (doc: JsonValue) => string | null;
   readonly #uuids: UuidProducer;
   readonly #partitions: { field: string; ptr: string }[];
   readonly #uuidPtr: string;

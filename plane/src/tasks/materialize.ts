@@ -39,6 +39,11 @@ export interface MaterializeSessionOptions {
   signal: AbortSignal;
   /** End the session (gracefully) as soon as every source journal has been read through its head. */
   untilCaughtUp?: boolean;
+  /**
+   * Called when every source journal is read through its head: return true once more documents have
+   * been committed (the session reads them next), false to end the session. Preview feeds fixtures so.
+   */
+  nextBatch?: () => Promise<boolean>;
   /** Most source documents read into one transaction. */
   maxTxnDocs?: number;
   onOpened?: () => void;
@@ -155,6 +160,10 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
         }
       }
       if (batch.length > 0) break;
+      if (opts.nextBatch) {
+        if (await opts.nextBatch()) continue;
+        return await session.close();
+      }
       if (opts.untilCaughtUp) return await session.close();
       await store.waitForCommit(signal, 500);
     }

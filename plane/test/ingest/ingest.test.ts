@@ -73,10 +73,10 @@ test('ingest: one bad document means nothing is written; the 400 names collectio
   const r = await send(JSON.stringify({ 'examples/rides': [{ id: 1 }, { id: 2 }], 'acmeCo/orders': [{ order_id: 'x', region: 'EU', total: 1 }, { order_id: 'y', region: 'EU', total: 'lots' }] }));
   assert.equal(r.status, 400);
   assert.match(r.type, /^text\/plain/);
-  assert.equal(r.body, 'ingestion of collection "acmeCo/orders": document 1: /total must be number (schema #/properties/total/type)\n');
+  assert.equal(r.body, 'ingestion of collection "acmeCo/orders": document 1: /total: must be number\n');
   assert.deepEqual(store.journals(), []);
   const missingKey = await send(JSON.stringify({ 'examples/rides': [{ name: 'no id' }] }));
-  assert.equal(missingKey.body, 'ingestion of collection "examples/rides": document 0: document root must have required property \'id\' (schema #/required)\n');
+  assert.equal(missingKey.body, 'ingestion of collection "examples/rides": document 0: document root: missing required property "id"\n');
   const notObject = await send(JSON.stringify({ 'examples/rides': [{ id: 1 }, 7] }));
   assert.equal(notObject.body, 'ingestion of collection "examples/rides": document 1: expected a JSON object, got number\n');
   assert.deepEqual(store.journals(), []);

@@ -1,0 +1,43 @@
+// Shared by the local-plane commands (serve, preview, test, start): argument parsing with one clear
+// usage error, and the exit convention (user-facing errors: one line, exit 1; usage: exit 2).
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { SluiceError } from '@sluice/runtime';
+
+export class UsageError extends SluiceError {
+  constructor(message: string) {
+    super('USAGE', message);
+  }
+}
+
+export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+  try {
+    return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
+  } catch (err) {
+    throw new UsageError(`${(err as Error).message}\n${usage}`);
+  }
+}
+
+/** Runs a command body; prints the error as the last stderr line and returns the exit code. */
+export async function runCommand(body: () => Promise<number>): Promise<number> {
+  try {
+    return await body();
+  } catch (err) {
+    if (err instanceof UsageError) {
+      process.stderr.write(`sluice: ${err.message}\n`);
+      return 2;
+    }
+    if (err instanceof SluiceError && err.userFacing) {
+      process.stderr.write(`sluice: ${err.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`sluice: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    return 1;
+  }
+}
+
+export function positiveInt(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new UsageError(`${flag} must be a non-negative integer, got ${JSON.stringify(value)}`);
+  return n;
+}

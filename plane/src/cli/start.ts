@@ -1,0 +1,150 @@
+// `sluice start` (what `npm start` runs): the quickstart. Generates a realistic gzipped CSV of bike
+// rides, serves it over loopback HTTP, and runs examples/quickstart/flow.yaml on the local plane:
+// source-http-file captures it into the collection's journals, materialize-sqlite writes
+// <data dir>/quickstart.db, and the ingester and control-plane API stay up. Prints what happened and
+// what to try next; on a TTY it shows progress while the pipeline runs.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { serveFile } from '../../../examples/quickstart/file-server.ts';
+import { DEFAULT_ROWS, ridesCsvGz } from '../../../examples/quickstart/generate.ts';
+import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
+import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
+
+export const description = 'the quickstart: capture a CSV served over local HTTP into journals, materialize it into SQLite, keep the API and ingester up';
+const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit]';
+const TEMPLATE = fileURLToPath(new URL('../../../examples/quickstart/flow.yaml', import.meta.url));
+const SOURCE_LAST_MODIFIED = new Date(Date.UTC(2024, 4, 31, 23, 59, 59));
+
+function tableCount(db: string, table: string): number {
+  try {
+    const conn = new DatabaseSync(db, { readOnly: true });
+    try {
+      return (conn.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n;
+    } finally {
+      conn.close();
+    }
+  } catch {
+    return 0;
+  }
+}
+
+function electricRides(db: string): number {
+  try {
+    const conn = new DatabaseSync(db, { readOnly: true });
+    try {
+      return (conn.prepare("SELECT count(*) AS n FROM rides WHERE rideable_type = 'electric_bike'").get() as { n: number }).n;
+    } finally {
+      conn.close();
+    }
+  } catch {
+    return Number.POSITIVE_INFINITY;
+  }
+}
+
+const fmt = (n: number) => n.toLocaleString('en-US');
+const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
+
+async function startPlaneWithFallback(o: Parameters<typeof startPlane>[0], log: (m: string) => void): Promise<RunningPlane> {
+  try {
+    return await startPlane(o);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
+    log(`port ${o.port} or ${o.ingestPort} is in use; using free ports instead`);
+    return startPlane({ ...o, port: 0, ingestPort: 0 });
+  }
+}
+
+export async function startCommand(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+  return runCommand(async () => {
+    const { values } = parse(argv, {
+      'data-dir': { type: 'string' }, rows: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, exit: { type: 'boolean' },
+    }, USAGE);
+    const rows = positiveInt(values.rows, '--rows', DEFAULT_ROWS);
+    if (rows === 0) throw new UsageError('--rows must be at least 1');
+    const dataDir = resolveDataDir(values['data-dir']);
+    const tty = process.stdout.isTTY === true;
+    const started = Date.now();
+    const logs: string[] = [];
+    const log = (m: string) => { logs.push(m); if (process.env.SLUICE_VERBOSE) process.stderr.write(`${m}\n`); };
+
+    mkdirSync(join(dataDir, 'quickstart'), { recursive: true });
+    const body = ridesCsvGz(rows);
+    const file = await serveFile({ body, path: '/rides.csv.gz', contentType: 'application/gzip', lastModified: SOURCE_LAST_MODIFIED });
+    const db = join(dataDir, 'quickstart.db');
+    const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
+    // The URL's port changes per run; the file's content does not (same Last-Modified and ETag).
+    writeFileSync(catalogFile, readFileSync(TEMPLATE, 'utf8').replaceAll('${QUICKSTART_URL}', file.url).replaceAll('${QUICKSTART_DB}', db));
+    out(`Sluice quickstart\n  source   ${file.url}  (${fmt(rows)} rides, ${mb(body.length)} gzipped CSV, generated)\n  catalog  ${catalogFile}\n`);
+
+    const running = await startPlaneWithFallback({
+      catalogFile, dataDir, host: '127.0.0.1', log,
+      port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
+    }, (m) => out(`  note     ${m}\n`));
+    const stop = async () => {
+      await running.close();
+      await file.close();
+    };
+    try {
+      if (running.first.result !== 'success') {
+        throw new UsageError(`the quickstart catalog did not publish (${running.first.result}):\n  ${running.first.errors.join('\n  ')}`);
+      }
+      const t = running.first.tests[0];
+      out(`  publish  ${running.first.pubId}: 1 collection, 1 capture, 1 materialization; test ${t?.name ?? ''} ${t?.passing ? 'passed' : 'FAILED'}\n`);
+      for (const a of running.first.applied) {
+        const tables = [...a.actionDescription.matchAll(/CREATE TABLE (?:IF NOT EXISTS )?"?([\w.]+)"?/g)].map((m) => m[1]);
+        if (tables.length) out(`  apply    ${a.name}: created tables ${tables.join(', ')}\n`);
+        else if (a.actionDescription) out(`  apply    ${a.name}: ${a.actionDescription.split('\n')[0]}\n`);
+      }
+
+      // Progress until every row is materialized.
+      const deadline = Date.now() + 300_000;
+      let materialized = 0;
+      while (true) {
+        materialized = tableCount(db, 'rides');
+        const journals = running.plane.store.journals('quickstart/rides');
+        const bytes = journals.reduce((a, j) => a + j.head, 0);
+        if (tty) {
+          const secs = (Date.now() - started) / 1000;
+          process.stdout.write(`\r  running  journals ${mb(bytes)} · materialized ${fmt(materialized)}/${fmt(rows)} rows · ${fmt(Math.round(materialized / Math.max(secs, 0.001)))} rows/s   `);
+        }
+        // Done when every row is in `rides` and `electric_rides` holds every electric ride.
+        if (materialized >= rows && tableCount(db, 'electric_rides') >= electricRides(db)) break;
+        const failure = [...running.plane.runners.values()].find((r) => r.failures > 0);
+        if (failure) throw new UsageError(`${failure.options.name} failed: ${failure.lastError ?? 'unknown error'}`);
+        if (Date.now() > deadline) throw new UsageError(`the quickstart did not finish in 5 minutes (${fmt(materialized)} of ${fmt(rows)} rows materialized)`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      if (tty) process.stdout.write('\n');
+      const secs = (Date.now() - started) / 1000;
+      const journals = running.plane.store.journals('quickstart/rides');
+      const electric = tableCount(db, 'electric_rides');
+      const rel = relative(process.cwd(), db) || db;
+      const sampleDoc = JSON.stringify({ 'quickstart/rides': [{ ride_id: 'R9999999', rideable_type: 'electric_bike', started_at: '2024-06-01T08:00:00Z', ended_at: '2024-06-01T08:20:00Z', start_station: 'Grand Army Plaza', end_station: 'W 21 St & 6 Ave', member: 'true', duration_s: '1200', distance_km: '5.10', fare_usd: '0.00' }] });
+      const apiBase = running.apiUrl.replace(/\/api\/v1$/, '');
+      out(`  done     ${fmt(rows)} rows captured into ${journals.length} journals and materialized in ${secs.toFixed(1)} s\n`);
+      for (const j of journals) out(`           ${j.name}  ${fmt(j.head)} bytes\n`);
+      out(`  sqlite   ${rel}: table rides (${fmt(materialized)} rows), electric_rides (${fmt(electric)} rows)\n\n`);
+      out(`Up on localhost:\n  ingester  ${running.ingestUrl}\n  API       ${running.apiUrl}\n\nTry next:\n`);
+      out(`  sqlite3 ${rel} "SELECT rideable_type, count(*), round(avg(duration_s)) FROM rides GROUP BY 1"\n`);
+      out(`  curl -s -X POST ${running.ingestUrl} -H 'Content-Type: application/json' \\\n    -d '${sampleDoc}'\n`);
+      out(`  sqlite3 ${rel} "SELECT ride_id, duration_s FROM electric_rides WHERE ride_id = 'R9999999'"   # a moment later\n`);
+      out(`  npx sluice token create --data-dir ${relative(process.cwd(), dataDir) || '.'} --port ${new URL(apiBase).port}   # then exchange it for an access token\n`);
+      out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $ACCESS_TOKEN"\n`);
+      out(`  edit ${relative(process.cwd(), catalogFile)} and save: the plane republishes it\n`);
+      if (values.exit) return 0;
+      out('\nPress Ctrl-C to stop.\n');
+      await new Promise<void>((done) => {
+        process.once('SIGINT', () => done());
+        process.once('SIGTERM', () => done());
+      });
+      return 0;
+    } finally {
+      await stop();
+    }
+  });
+}
+
+/** For `node plane/src/cli/start.ts` directly. */
+export const QUICKSTART_TEMPLATE = resolve(TEMPLATE);
