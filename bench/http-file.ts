@@ -1,10 +1,11 @@
 // Benchmark: source-http-file capturing a generated CSV (gzip and zstd) over loopback HTTP through
 // the protocol (spawned bin, stdout to /dev/null), against Miller (`mlr --icsv --ojsonl cat`) and
 // decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
-// decoded text (the hot-path decision).
-//   npx node bench/http-file.ts [--rows N]      (default 500000 rows, ~80 MB; ~6500000 rows ≈ 1 GB)
+// decoded text (the hot-path decision). A reference line runs the connector's open() in a child
+// process without the runtime, to separate the connector's cost from the runtime's.
+//   npx node bench/http-file.ts [--rows N]      (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB)
 import { spawn, spawnSync } from 'node:child_process';
-import { createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -15,24 +16,50 @@ import { pipeline } from 'node:stream/promises';
 import { parse as csvParse } from 'csv-parse/sync';
 import { CsvRecordParser } from '../connectors/source-http-file/src/csv.ts';
 import { DatetimeNormalizer } from '../connectors/source-http-file/src/datetime.ts';
+import { createHttpFileConnector } from '../connectors/source-http-file/src/index.ts';
+
+// Child mode: the connector's open() in-process, JSON lines to stdout, no runtime.
+if (process.argv[2] === '--in-process-child') {
+  const url = process.argv[3] as string;
+  const noop = (): void => {};
+  const log = { debug: noop, info: noop, warn: noop, error: noop, status: noop, child: () => log };
+  const ctx = {
+    config: { url }, log, signal: new AbortController().signal, state: {}, range: {}, version: '',
+    capture: { name: 'bench/http' }, bindings: [{ index: 0, resource: { stream: 'rides' }, spec: { collection: { name: 'bench/rides' } }, stateKey: 'rides' }],
+    acknowledgements: (async function* () {})(),
+  };
+  let buf = '';
+  let docs = 0;
+  for await (const out of createHttpFileConnector().open(ctx as any)) {
+    if ('captured' in out) docs++;
+    buf += `${JSON.stringify(out)}\n`;
+    if (buf.length > 65536) { writeSync(1, buf); buf = ''; }
+  }
+  writeSync(1, buf);
+  process.stderr.write(`captured ${docs} documents\n`);
+  process.exit(0);
+}
 
 const argRows = process.argv.indexOf('--rows');
 const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
+const SELF = new URL(import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
 const csvPath = join(dir, 'rides.csv');
 
 const CITIES = ['Lisbon', 'Osaka', 'São Paulo', 'Zürich', 'New York, NY', 'Nairobi', 'Reykjavík', 'Chennai'];
 async function generate(): Promise<void> {
   const out = createWriteStream(csvPath);
-  out.write('ride_id,rider_email,city,started_at,ended_at,distance_km,fare,tip,member,note\n');
+  out.write('ride_id,vehicle_id,rider_email,city,started_at,ended_at,distance_km,fare,tip,member,device,note\n');
   let batch = '';
   for (let i = 0; i < ROWS; i++) {
     const start = 1_700_000_000_000 + i * 37_000;
     const city = CITIES[i % CITIES.length] as string;
-    batch += `${(i * 2654435761 >>> 0).toString(16).padStart(8, '0')}-${i},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
+    const h = ((i * 2654435761) >>> 0).toString(16).padStart(8, '0');
+    const note = i % 11 === 0 ? '"late, but ""fine"""' : 'ok';
+    batch += `${h}-${i},${h}-4a1f-9c2e-${String(i).padStart(12, '0')},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
       + `${new Date(start).toISOString().replace('T', ' ').slice(0, 19)},${new Date(start + 900_000).toISOString().replace('T', ' ').slice(0, 19)},`
-      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 11 === 0 ? '"late, but ""fine"""' : 'ok'}\n`;
+      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 2 ? 'android-14.2' : 'ios-17.5.1'},${note}\n`;
     if (batch.length > 1 << 20) {
       if (!out.write(batch)) await once(out, 'drain');
       batch = '';
@@ -71,15 +98,15 @@ async function serve(): Promise<{ url: (name: string) => string; close: () => vo
   return { url: (name) => `http://127.0.0.1:${port}/${name}`, close: () => server.close() };
 }
 
-/** Captures `url` through the protocol with the connector bin; stdout goes to /dev/null. */
-async function capture(url: string): Promise<{ secs: number; rssMb: number; docs: number }> {
+/** Captures `url` in a child process (the bin through the protocol, or open() alone); stdout to /dev/null. */
+async function capture(url: string, inProcess = false): Promise<{ secs: number; rssMb: number; docs: number }> {
   const request = { open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } };
   const devnull = openSync('/dev/null', 'w');
   const start = process.hrtime.bigint();
-  const child = spawn(process.execPath, [BIN], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, inProcess ? [SELF, '--in-process-child', url] : [BIN], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
-  child.stdin.end(`${JSON.stringify(request)}\n`);
+  child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdin?.end(`${JSON.stringify(request)}\n`);
   let peakKb = 0;
   const poll = setInterval(() => {
     try {
@@ -105,8 +132,7 @@ function parseCoreBench(text: string): { ours: number; csvParse: number } {
   const ours = n / seconds(t1);
   const t2 = process.hrtime.bigint();
   const rows = csvParse(text, { columns: true, relax_column_count: true }) as unknown[];
-  const csvParseRate = rows.length / seconds(t2);
-  return { ours, csvParse: csvParseRate };
+  return { ours, csvParse: rows.length / seconds(t2) };
 }
 
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
@@ -118,10 +144,8 @@ async function main(): Promise<void> {
   await pipeline(createReadStream(csvPath), createGzip({ level: 6 }), createWriteStream(`${csvPath}.gz`));
   const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
   if (z.status !== 0) throw new Error('zstd failed: install the Debian package zstd');
-  console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB, gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB\n`);
-
+  console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB (${fmt(rawBytes / ROWS)} bytes/row), gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB\n`);
   const server = await serve();
-  const results: string[] = [];
   try {
     for (const [kind, file, decompressCmd, mlrCmd] of [
       ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
@@ -129,15 +153,18 @@ async function main(): Promise<void> {
     ] as const) {
       const ours = await capture(server.url(file));
       if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
+      const direct = await capture(server.url(file), true);
+      if (direct.docs !== ROWS) throw new Error(`open() alone captured ${direct.docs} documents, expected ${ROWS}`);
       const mlr = timed(mlrCmd);
       const dec = timed(decompressCmd);
-      const rows = (s: number): number => ROWS / s;
-      results.push(
-        `${kind}: source-http-file ${fmt(rows(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s`,
-        `${kind}: Miller        ${fmt(rows(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s  → ratio ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s`,
-        `${kind}: ${decompressCmd.split(' ')[0]} ${decompressCmd.includes('zstd') ? '-dc' : ''}     ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s  → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× decompression alone`,
-      );
-      console.log(results.slice(-3).join('\n'));
+      const rate = (s: number): number => ROWS / s;
+      console.log([
+        `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s`,
+        `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s)`,
+        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (open() alone: ${fmt(mlr.secs / direct.secs, 2)}×)`,
+        `${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`,
+        '',
+      ].join('\n'));
     }
   } finally {
     server.close();
@@ -145,7 +172,7 @@ async function main(): Promise<void> {
   const text = readFileSync(csvPath, 'utf8');
   const sample = text.slice(0, Math.min(text.length, 40_000_000));
   const core = parseCoreBench(sample.slice(0, sample.lastIndexOf('\n') + 1));
-  console.log(`\nCSV hot path on decoded text: our core ${fmt(core.ours)} rows/s, csv-parse (columns: true) ${fmt(core.csvParse)} rows/s → ${fmt(core.ours / core.csvParse, 2)}×`);
+  console.log(`CSV hot path on decoded text: our core ${fmt(core.ours)} rows/s, csv-parse (columns: true) ${fmt(core.csvParse)} rows/s → ${fmt(core.ours / core.csvParse, 2)}×`);
   rmSync(dir, { recursive: true, force: true });
 }
 
