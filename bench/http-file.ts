@@ -3,7 +3,9 @@
 // decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
 // decoded text (the hot-path decision). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
-//   npx node bench/http-file.ts [--rows N]      (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB)
+//   npx node bench/http-file.ts [--rows N] [--only-open]
+//   (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB; --only-open skips the runtime and the baselines,
+//   for checking the connector's memory on big files)
 import { spawn, spawnSync } from 'node:child_process';
 import { createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import http from 'node:http';
@@ -42,6 +44,7 @@ if (process.argv[2] === '--in-process-child') {
 
 const argRows = process.argv.indexOf('--rows');
 const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
+const ONLY_OPEN = process.argv.includes('--only-open');
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
@@ -151,10 +154,14 @@ async function main(): Promise<void> {
       ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
       ['zstd', 'rides.csv.zst', `zstd -dc ${csvPath}.zst`, `mlr --icsv --ojsonl --prepipe 'zstd -dc' cat ${csvPath}.zst`],
     ] as const) {
-      const ours = await capture(server.url(file));
-      if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
       const direct = await capture(server.url(file), true);
       if (direct.docs !== ROWS) throw new Error(`open() alone captured ${direct.docs} documents, expected ${ROWS}`);
+      if (ONLY_OPEN) {
+        console.log(`${kind}: open() without the runtime: ${fmt(ROWS / direct.secs)} rows/s, ${fmt(rawBytes / 1e6 / direct.secs, 1)} MB/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s`);
+        continue;
+      }
+      const ours = await capture(server.url(file));
+      if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
       const mlr = timed(mlrCmd);
       const dec = timed(decompressCmd);
       const rate = (s: number): number => ROWS / s;
@@ -168,6 +175,10 @@ async function main(): Promise<void> {
     }
   } finally {
     server.close();
+  }
+  if (ONLY_OPEN) {
+    rmSync(dir, { recursive: true, force: true });
+    return;
   }
   const text = readFileSync(csvPath, 'utf8');
   const sample = text.slice(0, Math.min(text.length, 40_000_000));
