@@ -2,10 +2,18 @@
 // Decoding is strict (WHATWG TextDecoder with fatal errors; iconv-lite for labels this Node lacks). The encoding is the explicit label, else a BOM, else detected from a sample.
 // Invalid bytes fail with the byte offset in the source stream.
 import { isUtf8 } from 'node:buffer';
-import iconv from 'iconv-lite';
+import { createRequire } from 'node:module';
 import { ConfigError, DecodeError } from './errors.ts';
 
 export const DEFAULT_SAMPLE_BYTES = 64 * 1024;
+
+// iconv-lite is only the fallback for labels this Node's ICU lacks: load it on first use.
+type Iconv = { encodingExists(name: string): boolean; getDecoder(name: string): { write(b: Buffer): string; end(): string | undefined } };
+let iconvModule: Iconv | null = null;
+function iconvLite(): Iconv {
+  iconvModule ??= createRequire(import.meta.url)('iconv-lite') as Iconv;
+  return iconvModule;
+}
 
 interface TextDecoderLike {
   /** Decodes a chunk (streaming); throws TypeError on invalid input. */
@@ -23,7 +31,7 @@ export function resolveEncodingLabel(label: string): string {
     return new TextDecoder(trimmed).encoding;
   } catch {
     const iconvName = ICONV_ALIASES[trimmed] ?? trimmed;
-    if (iconv.encodingExists(iconvName)) return trimmed;
+    if (iconvLite().encodingExists(iconvName)) return trimmed;
     throw new ConfigError(`unknown encoding '${label}': name a WHATWG encoding label such as UTF-8, windows-1252 or Shift_JIS`);
   }
 }
@@ -40,7 +48,7 @@ function strictDecoder(encoding: string): TextDecoderLike {
     const td = new TextDecoder(encoding, { fatal: true, ignoreBOM: false });
     return { decode: (chunk, final) => td.decode(chunk, { stream: !final }) };
   } catch {
-    const dec = iconv.getDecoder(ICONV_ALIASES[encoding] ?? encoding);
+    const dec = iconvLite().getDecoder(ICONV_ALIASES[encoding] ?? encoding);
     return {
       decode: (chunk, final) => {
         const s = dec.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength)) + (final ? (dec.end() ?? '') : '');

@@ -1,14 +1,12 @@
 // Format resolution and the per-file record decoder: one pure incremental core per format, composed
 // with the charset stage for text formats. Every core takes bytes and returns records.
 import type { JsonObject } from '@sluice/runtime';
-import { AvroRecordParser } from './avro.ts';
 import { CharsetDecoder } from './charset.ts';
 import { CsvRecordParser } from './csv.ts';
 import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { JsonRecordParser } from './json.ts';
-import { ProtobufRecordParser, compileMessageType } from './protobuf.ts';
 import type { FormatConfig } from './schema.ts';
 import { W3cRecordParser } from './w3c.ts';
 
@@ -123,8 +121,11 @@ export interface DecoderOptions {
   onSkippedRow?: (error: DecodeError) => void;
 }
 
-/** Builds the record decoder of one file (or zip member). Config problems throw ConfigError here. */
-export function createRecordDecoder(format: ResolvedFormat, options: DecoderOptions): RecordDecoder {
+/**
+ * Builds the record decoder of one file (or zip member). Config problems throw ConfigError here.
+ * The Avro and Protobuf modules (avsc, protobufjs) load only when those formats are used.
+ */
+export async function createRecordDecoder(format: ResolvedFormat, options: DecoderOptions): Promise<RecordDecoder> {
   const dt = options.datetimes;
   switch (format.type) {
     case 'csv': {
@@ -136,11 +137,14 @@ export function createRecordDecoder(format: ResolvedFormat, options: DecoderOpti
       return new TextDecoderChain(new CharsetDecoder({ sampleBytes: 32 }), new JsonRecordParser(), (r) => dt.value(r));
     case 'w3cExtendedLog':
       return new TextDecoderChain(new CharsetDecoder(), new W3cRecordParser(dt), null);
-    case 'avro':
+    case 'avro': {
+      const { AvroRecordParser } = await import('./avro.ts');
       return new BinaryDecoder(new AvroRecordParser(), dt);
+    }
     case 'protobuf': {
       const c = format.config;
       if (!c || typeof c.message !== 'string' || typeof c.protoFile !== 'string') throw new ConfigError('the protobuf format needs parser.format.config.message and parser.format.config.protoFile');
+      const { ProtobufRecordParser, compileMessageType } = await import('./protobuf.ts');
       return new BinaryDecoder(new ProtobufRecordParser(compileMessageType(c.protoFile, c.message)), dt);
     }
     default:

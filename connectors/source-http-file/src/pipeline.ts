@@ -80,7 +80,7 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   const { compression, by } = resolveCompression({ explicit: parser?.compression ?? null, filename: meta.filename, contentEncoding: meta.contentEncoding, contentType: meta.contentType, head });
   events.onCompression?.(compression, by);
   let decoder: RecordDecoder | null = null;
-  const decoderFor = (member: string | null): RecordDecoder => {
+  const decoderFor = (member: string | null): Promise<RecordDecoder> => {
     const format = outerFormat ?? resolveFormat(explicitFormat, member ? [...names, member.split('/').pop() ?? member] : names, meta.contentType);
     events.onFormat?.(format, member);
     return createRecordDecoder(format, { datetimes, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}) });
@@ -88,7 +88,7 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   for await (const ev of decompress(rest, compression)) {
     if ('member' in ev) {
       if (decoder) yield* drainEnd(decoder);
-      decoder = decoderFor(ev.member);
+      decoder = await decoderFor(ev.member);
       continue;
     }
     const records = (decoder as RecordDecoder).push(ev.data);
