@@ -51,6 +51,11 @@ export interface PreparedStatement {
 /** Opens connections to one endpoint (one database file, one server database). */
 export interface Client {
   connect(): Promise<Connection>;
+  /**
+   * Optional, for Validate (which must not change the destination): a connection that cannot write, or
+   * undefined when the destination does not exist yet (so no table exists). Without it, connect() is used.
+   */
+  connectReadOnly?(): Promise<Connection | undefined>;
   /** Release anything shared (pools, tunnels). */
   close?(): Promise<void>;
 }

@@ -46,13 +46,13 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
 
     async validate(ctx) {
       const { dialect, client } = await ep.connect(ctx.config, ctx.log);
-      const conn = await client.connect();
+      const conn = client.connectReadOnly !== undefined ? await client.connectReadOnly() : await client.connect();
       try {
         const out: MaterializeValidatedBinding[] = [];
         for (const b of ctx.bindings) {
           const path = ep.resourcePath(b.resource, ctx.config);
           const deltaUpdates = ep.deltaUpdates(b.resource);
-          const existing = await describeTable(conn, dialect, path);
+          const existing = conn === undefined ? undefined : await describeTable(conn, dialect, path);
           const last = lastBinding(ctx.lastMaterialization, path);
           const constraints = validateBinding(dialect, {
             path, deltaUpdates, collection: b.collection, fieldConfig: b.fieldConfig, backfill: b.backfill,
@@ -65,7 +65,7 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
         }
         return out;
       } finally {
-        await conn.close();
+        await conn?.close();
         await client.close?.();
       }
     },

@@ -3,7 +3,7 @@
 // process crash; a power loss may lose the last commits, but data and the runtime checkpoint roll back
 // together (one transaction), so the runtime replays them and exactly-once holds. A busy timeout covers
 // the rare moment two instances (a zombie and its successor) touch the same file.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { StatementSync } from 'node:sqlite';
@@ -113,6 +113,16 @@ export class SqliteClient implements Client {
     if (path.trim() === '') throw new SqlConfigError(`endpoint 'path' is empty: set it to the SQLite database file to write, e.g. "data/out.db"`);
     this.path = path === ':memory:' ? path : resolve(path);
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 60_000;
+  }
+
+  /** Validate must not create the file: read-only, or nothing when the file does not exist yet. */
+  async connectReadOnly(): Promise<Connection | undefined> {
+    if (this.path !== ':memory:' && !existsSync(this.path)) return undefined;
+    try {
+      return new SqliteConnection(new DatabaseSync(this.path, { readOnly: true, timeout: this.#busyTimeoutMs }));
+    } catch (cause) {
+      throw new SqlConfigError(`cannot open SQLite database '${this.path}' to validate: ${(cause as Error).message}. Check that 'path' names a readable SQLite file`, { cause });
+    }
   }
 
   async connect(): Promise<Connection> {

@@ -1,7 +1,7 @@
 // Validate and apply, in process against real SQLite files; snapshots of what users and the database see.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -42,7 +42,7 @@ function columns(path: string, table: string): string[] {
   } finally { db.close(); }
 }
 
-test('validate: constraints for a new standard and a new delta table (snapshot)', async () => {
+test('validate: constraints for a new standard and a new delta table (snapshot); the database file is not created', async () => {
   const out = await validate(join(dir, 'v1.db'), [{ table: 'all_types', collection: allTypesCollection() }, { table: 'events', delta: true, collection: twoKeyCollection() }]);
   matchSnapshot('validate-new.json', `${JSON.stringify(out, null, 1)}\n`);
   const c = out[0]!.constraints!;
@@ -57,6 +57,7 @@ test('validate: constraints for a new standard and a new delta table (snapshot)'
   assert.equal(out[1]!.deltaUpdates, true);
   assert.equal(out[1]!.constraints!.flow_document!.type, 'LOCATION_RECOMMENDED');
   assert.equal(out[1]!.constraints!.tenant!.type, 'LOCATION_RECOMMENDED');
+  assert.equal(existsSync(join(dir, 'v1.db')), false, 'validate is read-only');
 });
 
 test('validate errors: nullable key without default, names over the limit, delta → standard', async () => {
