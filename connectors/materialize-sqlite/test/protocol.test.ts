@@ -157,3 +157,23 @@ test('open after commits returns the committed runtime checkpoint verbatim; bad 
   assert.equal(await bad.exited, 1);
   assert.match(bad.lastError(), /path/);
 });
+
+test('validate on the wire: the map form `constraints` per binding; apply with dryRun lists statements and executes none', async () => {
+  const path = join(dir, 'wire.db');
+  const out = await unary({ validate: { name: 'acmeCo/mat', config: { path }, bindings: [{ resourceConfig: { table: 'events', delta_updates: true }, collection: twoKeyCollection() as unknown as JsonObject }] } });
+  const b = ((out.validated as JsonObject).bindings as JsonObject[])[0]!;
+  assert.deepEqual(Object.keys(b).sort(), ['caseInsensitiveFields', 'constraints', 'deltaUpdates', 'resourcePath']);
+  assert.deepEqual(b.resourcePath, ['events']);
+  assert.deepEqual((b.constraints as JsonObject).value, { type: 'LOCATION_RECOMMENDED', reason: 'This location is part of the current schema' });
+  assert.equal(b.projectionConstraints, undefined, 'one encoding only');
+
+  const spec = specFor(path);
+  const dry = await unary({ apply: { materialization: spec as unknown as JsonObject, version: 'v1', dryRun: true } });
+  const statements = String((dry.applied as JsonObject).actionDescription);
+  assert.match(statements, /^CREATE TABLE IF NOT EXISTS flow_checkpoints_v1 \(/);
+  assert.equal((statements.match(/CREATE TABLE IF NOT EXISTS/g) ?? []).length, 4);
+  const db = new DatabaseSync(path, { readOnly: true });
+  const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all();
+  db.close();
+  assert.deepEqual(tables, [], 'a dry run executes nothing');
+});
