@@ -12,7 +12,7 @@
 #   --base-image IMAGE               runtime stage image (default debian:bookworm-slim)
 #   --push                           push every tag after building
 #   --no-cache                       rebuild every layer
-# Prints, per image, its tags, its size and how long it took; the last line of each is `built <image> <bytes>`.
+# Prints progress on stderr; on stdout one line per image: `built <image> <bytes> <seconds> <tag> <tag> <tag>`.
 #
 # Connectors: source-http-file, materialize-sqlserver, materialize-sqlite.
 set -euo pipefail
@@ -121,5 +121,5 @@ for n in "${names[@]}"; do
       case "$engine" in docker) docker push "$t" >&2 ;; *) "$engine" push "$t" >&2 ;; esac
     done
   fi
-  echo "built $image $bytes $secs"
+  echo "built $image $bytes $secs ${tags[*]##*:}"
 done

@@ -1,0 +1,225 @@
+// The connector images, built with buildah and run with podman, as CI does on machines without a Docker
+// engine or Docker Hub: docker/base/build-base.sh makes the Node base locally (cached), docker/build.sh builds
+// the three images (layer cache), then each image answers `spec`, source-http-file captures from a loopback
+// fixture server, and materialize-sqlite writes a mounted SQLite file. Prints each image's size and every
+// build's time. Skips, saying why, without root, buildah, podman or runc, or with SLUICE_SKIP_IMAGE_TESTS=1.
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo, Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, test } from 'node:test';
+import { promisify } from 'node:util';
+import { packTupleBase64 } from '@sluice/runtime';
+import type { CaptureResponse, JsonObject, MaterializationSpec, MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
+import { runSession, unaryRpc } from '../runtime/src/host/index.ts';
+import type { ContainerTarget } from '../runtime/src/host/index.ts';
+
+const run = promisify(execFile);
+const ROOT = new URL('../', import.meta.url).pathname;
+const REGISTRY = 'localhost/sluice-test';
+const MAX_BYTES = 250e6;
+const IMAGES = [
+  { name: 'source-http-file', protocol: 'capture', version: 'v1' },
+  { name: 'materialize-sqlserver', protocol: 'materialize', version: 'v2' },
+  { name: 'materialize-sqlite', protocol: 'materialize', version: 'v1' },
+] as const;
+type ImageName = (typeof IMAGES)[number]['name'];
+
+function has(cmd: string): boolean {
+  try {
+    execFileSync('sh', ['-c', `command -v ${cmd} || test -x /usr/sbin/${cmd}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function skipReason(): string | undefined {
+  if (process.env['SLUICE_SKIP_IMAGE_TESTS'] === '1') return 'SLUICE_SKIP_IMAGE_TESTS=1';
+  if (process.platform !== 'linux') return `images are built on Linux only (this is ${process.platform})`;
+  if (process.getuid?.() !== 0) return 'not root: buildah, podman (rootful) and debootstrap need root here';
+  const missing = ['buildah', 'podman', 'runc', 'debootstrap'].filter((c) => !has(c));
+  if (missing.length > 0) return `${missing.join(', ')} not installed (apt-get install buildah podman runc debootstrap)`;
+  return undefined;
+}
+
+const skip = skipReason();
+if (skip !== undefined) console.log(`# container images: skipped: ${skip}`);
+// Podman and buildah on this kind of machine need cgroupfs, runc and no default ulimits (docker/containers.conf).
+process.env['CONTAINERS_CONF'] ??= join(ROOT, 'docker/containers.conf');
+
+const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9;
+const imageRef = (name: ImageName, tag = 'dev') => `${REGISTRY}/${name}:${tag}`;
+const target = (name: ImageName, extra: Partial<ContainerTarget> = {}): ContainerTarget => ({ engine: 'podman', image: imageRef(name), ...extra });
+
+async function inspect(ref: string): Promise<{ Size: number; Config: { Labels?: Record<string, string>; User?: string; Entrypoint?: string[] } }> {
+  const { stdout } = await run('podman', ['image', 'inspect', ref], { maxBuffer: 1 << 24 });
+  const [info] = JSON.parse(stdout) as { Size: number; Config: { Labels?: Record<string, string>; User?: string; Entrypoint?: string[] } }[];
+  assert.ok(info, `podman image inspect ${ref} returned nothing`);
+  return info;
+}
+
+/** `podman run` a shell command in the image (entrypoint replaced). */
+async function shell(name: ImageName, script: string): Promise<string> {
+  const { stdout } = await run('podman', ['run', '--rm', '--network', 'none', '--entrypoint', 'sh', imageRef(name), '-c', script]);
+  return stdout;
+}
+
+/** Tags docker/build.sh reported, by image name (without tag). */
+const builtTags = new Map<string, string[]>();
+
+describe('container images (buildah build, podman run)', { skip: skip ?? false, timeout: 12 * 60_000 }, () => {
+  before(async () => {
+    let start = process.hrtime.bigint();
+    const base = await run(join(ROOT, 'docker/base/build-base.sh'), [], { cwd: ROOT, maxBuffer: 1 << 26 });
+    console.log(`# base images: ${seconds(start).toFixed(1)}s (${base.stderr.trim().split('\n').join('; ')})`);
+    start = process.hrtime.bigint();
+    const built = await run(join(ROOT, 'docker/build.sh'), ['--engine', 'buildah', '--local-base', '--registry', REGISTRY], { cwd: ROOT, maxBuffer: 1 << 26 })
+      .catch((err: Error & { stderr?: string }) => {
+        throw new Error(`docker/build.sh failed: ${err.message}\n${(err.stderr ?? '').split('\n').slice(-40).join('\n')}`);
+      });
+    for (const line of built.stdout.trim().split('\n')) {
+      const [, image, bytes, secs, ...tags] = line.split(' ');
+      builtTags.set(String(image), tags);
+      console.log(`# ${image}: ${(Number(bytes) / 1e6).toFixed(1)} MB, built in ${secs}s, tags ${tags.join(' ')}`);
+    }
+    console.log(`# all images: ${seconds(start).toFixed(1)}s`);
+  }, { timeout: 10 * 60_000 });
+
+  for (const image of IMAGES) {
+    test(`${image.name}: tags, labels, non-root user, entrypoint, size < 250 MB`, async () => {
+      const reported = builtTags.get(`${REGISTRY}/${image.name}`) ?? [];
+      assert.equal(reported.length, 3, `docker/build.sh reported tags ${JSON.stringify(reported)}`);
+      assert.deepEqual(reported.slice(0, 2), ['dev', image.version]);
+      const sha = reported[2]!.replace(/-dirty$/, '');
+      assert.match(sha, /^[0-9a-f]{7,}$/, `the third tag is not a git short sha: ${reported[2]}`);
+      execFileSync('git', ['cat-file', '-e', `${sha}^{commit}`], { cwd: ROOT }); // a real commit
+      const { stdout: tags } = await run('podman', ['images', '--format', '{{.Repository}}:{{.Tag}}', `${REGISTRY}/${image.name}`]);
+      for (const tag of reported) assert.ok(tags.split('\n').includes(imageRef(image.name, tag)), `missing tag :${tag} in\n${tags}`);
+      const info = await inspect(imageRef(image.name));
+      assert.equal(info.Config.Labels?.['FLOW_RUNTIME_PROTOCOL'], image.protocol);
+      assert.equal(info.Config.Labels?.['FLOW_RUNTIME_CODEC'], 'json');
+      assert.equal(info.Config.Labels?.['org.opencontainers.image.version'], image.version);
+      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', `/app/connectors/${image.name}/bin/${image.name}.ts`]);
+      assert.equal(info.Config.User, '1000:1000');
+      assert.equal((await shell(image.name, 'id -u; node --version')).trim().split('\n').join(' ').replace(/\.\d+\.\d+$/, ''), '1000 v24');
+      console.log(`# ${image.name}: ${(info.Size / 1e6).toFixed(1)} MB`);
+      assert.ok(info.Size < MAX_BYTES, `${image.name} is ${(info.Size / 1e6).toFixed(1)} MB; the target is < 250 MB`);
+    });
+
+    test(`${image.name}: production dependencies only, sources outside node_modules`, async () => {
+      const out = await shell(image.name, [
+        'cd /app',
+        'for p in typescript eslint turbo node @types/node; do test -e node_modules/$p && echo "dev dependency $p"; done',
+        'test -e /usr/local/bin/npm && echo "npm is in the runtime image"',
+        'find -P node_modules -name "*.ts" -type f | head -3',
+        `readlink -f node_modules/@sluice/runtime node_modules/@sluice/${image.name}`,
+      ].join('; ') + '; true');
+      assert.equal(out.trim(), `/app/runtime\n/app/connectors/${image.name}`);
+    });
+
+    test(`${image.name}: spec answers`, async () => {
+      const res = await unaryRpc(target(image.name), { spec: { connectorType: 'IMAGE' } }, { protocol: image.protocol, timeoutMs: 60_000 });
+      const spec = (res as { spec?: JsonObject }).spec;
+      assert.ok(spec, `expected a spec response, got ${JSON.stringify(res)}`);
+      assert.equal(typeof spec['protocol'], 'number');
+      assert.equal((spec['configSchema'] as JsonObject)['type'], 'object');
+      assert.equal((spec['resourceConfigSchema'] as JsonObject)['type'], 'object');
+      assert.match(String(spec['documentationUrl']), /^https?:\/\//);
+    });
+  }
+
+  describe('source-http-file captures from a loopback server', () => {
+    let server: Server;
+    let url = '';
+    const csv = 'id,name\n1,alpha\n2,beta\n3,"gamma, delta"\n';
+    before(async () => {
+      server = createServer((req, res) => {
+        res.setHeader('Last-Modified', 'Tue, 05 Mar 2024 10:00:00 GMT');
+        res.setHeader('Content-Type', 'text/csv');
+        res.setHeader('Content-Length', Buffer.byteLength(csv));
+        res.end(req.method === 'HEAD' ? undefined : csv);
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/people.csv`;
+    });
+    after(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+    test('open → documents and a checkpoint, exit 0', async () => {
+      const responses: CaptureResponse[] = await runSession(target('source-http-file'), [{
+        open: {
+          capture: {
+            name: 'acmeCo/http',
+            connectorType: 'IMAGE',
+            config: { url },
+            bindings: [{ resourceConfig: { stream: 'people' }, resourcePath: ['people'], collection: { name: 'acmeCo/people', key: ['/_meta/file', '/_meta/offset'] }, stateKey: 'people' }],
+          },
+          state: {},
+        },
+      } as never], { protocol: 'capture', timeoutMs: 60_000 });
+      assert.deepEqual(responses[0], { opened: {} });
+      const docs = responses.flatMap((r) => ('captured' in r ? [r.captured.doc] : []));
+      assert.deepEqual(docs, [
+        { id: '1', name: 'alpha', _meta: { file: url, offset: 0 } },
+        { id: '2', name: 'beta', _meta: { file: url, offset: 1 } },
+        { id: '3', name: 'gamma, delta', _meta: { file: url, offset: 2 } },
+      ]);
+      assert.ok(responses.some((r) => 'checkpoint' in r), 'no checkpoint');
+    });
+  });
+
+  describe('materialize-sqlite writes to a mounted file', () => {
+    const dir = skip === undefined ? mkdtempSync(join(tmpdir(), 'sluice-image-sqlite-')) : '';
+    after(() => { if (dir) rmSync(dir, { recursive: true, force: true }); });
+
+    const spec: MaterializationSpec = {
+      name: 'acmeCo/sqlite',
+      connectorType: 'IMAGE',
+      config: { path: '/data/out.db' },
+      bindings: [{
+        resourceConfig: { table: 'people' },
+        resourcePath: ['people'],
+        collection: {
+          name: 'acmeCo/people',
+          key: ['/id'],
+          projections: [
+            { field: 'flow_document', inference: { types: ['object'], exists: 'MUST' } },
+            { field: 'id', ptr: '/id', isPrimaryKey: true, inference: { types: ['integer'], exists: 'MUST' } },
+            { field: 'name', ptr: '/name', inference: { types: ['string'], exists: 'MUST' } },
+          ],
+        },
+        fieldSelection: { keys: ['id'], values: ['name'], document: 'flow_document' },
+      }],
+    } as MaterializationSpec;
+
+    test('apply, then one transaction: rows in the host file', async () => {
+      chownSync(dir, 1000, 1000); // the image runs as uid 1000
+      const mounted = target('materialize-sqlite', { mounts: [{ source: dir, target: '/data' }] });
+      const applied = await unaryRpc(mounted, { apply: { materialization: spec, version: 'v1' } }, { protocol: 'materialize', timeoutMs: 60_000 });
+      assert.ok('applied' in applied, JSON.stringify(applied));
+      const docs = [{ id: 1, name: 'alpha' }, { id: 2, name: 'beta' }];
+      const requests: MaterializeRequest[] = [
+        { open: { materialization: spec, version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 } as never, state: {} } },
+        { acknowledge: {} },
+        { flush: {} },
+        ...docs.map((doc): MaterializeRequest => ({ store: { keyPacked: packTupleBase64([doc.id]), valuesPacked: packTupleBase64([doc.name]), doc } })),
+        { startCommit: { runtimeCheckpoint: {} } },
+        { acknowledge: {} },
+      ];
+      const responses: MaterializeResponse[] = await runSession(mounted, requests, { protocol: 'materialize', timeoutMs: 60_000 });
+      assert.deepEqual(responses.map((r) => Object.keys(r)[0]), ['opened', 'acknowledged', 'flushed', 'startedCommit', 'acknowledged']);
+      const db = new DatabaseSync(join(dir, 'out.db'), { readOnly: true });
+      try {
+        const rows = db.prepare('SELECT id, name, flow_document FROM people ORDER BY id').all();
+        assert.deepEqual(rows.map((r) => ({ id: r['id'], name: r['name'], doc: JSON.parse(String(r['flow_document'])) })),
+          docs.map((d) => ({ id: d.id, name: d.name, doc: d })));
+      } finally {
+        db.close();
+      }
+    });
+  });
+});
