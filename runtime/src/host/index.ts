@@ -1,2 +1,3 @@
-// Host side: spawn a connector and drive its RPCs (see connector-process.ts).
-export {};
+// Host side: spawn a connector and drive its RPCs. `@sluice/runtime/host`.
+export * from './connector-log.ts';
+export * from './connector-process.ts';

@@ -170,6 +170,10 @@ export class MessageWriter {
       this.failure ??= err;
       this.rejectBlocked?.(err);
     });
+    // A stream destroyed without an error never drains: release blocked writers.
+    stream.on('close', () => {
+      this.rejectBlocked?.(this.failure ?? new ProtocolError('output is closed: cannot write another message'));
+    });
   }
 
   /** Serialises one message as a JSON line. */

@@ -1,0 +1,162 @@
+// Host tests: real child processes running the runtime's test connectors.
+import assert from 'node:assert/strict';
+import { fileURLToPath } from 'node:url';
+import { describe, it } from 'node:test';
+import { type ConnectorLog, containerArgs, parseConnectorLog, runSession, startConnector, unaryRpc } from '../src/host/index.ts';
+import type { CaptureRequest, CaptureResponse } from '../src/protocol/capture.ts';
+import type { JsonObject } from '../src/protocol/specs.ts';
+import type { MaterializeRequest } from '../src/protocol/materialize.ts';
+import { packTupleBase64 } from '../src/protocol/tuple.ts';
+
+const node = process.execPath;
+const path = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+const testCapture = { command: node, args: [path('../bin/sluice-test-capture.ts')] };
+const testMaterialize = { command: node, args: [path('../bin/sluice-test-materialize.ts')] };
+const openCapture = (config: JsonObject, names = ['users']): CaptureRequest => ({
+  open: { capture: { name: 'a/src', config, bindings: names.map((name) => ({ resourceConfig: { name }, collection: { name: `a/${name}` }, stateKey: name })) } },
+});
+
+describe('host: failures', () => {
+  it('a user-facing connector error becomes ConnectorExitError with that line', async () => {
+    await assert.rejects(unaryRpc(testCapture, { discover: { config: { apiKey: 1 } } }, { protocol: 'capture' }), (err: Error & { exitCode?: number }) => {
+      assert.equal(err.name, 'ConnectorExitError');
+      assert.equal(err.message, 'Invalid endpoint config (1 problem): /apiKey must be of type string');
+      assert.equal(err.exitCode, 1);
+      return true;
+    });
+  });
+  it('an internal error: full details first, then a one-line summary last', async () => {
+    const logs: ConnectorLog[] = [];
+    await assert.rejects(unaryRpc({ command: node, args: [path('fixtures/throwing-capture.ts')] }, { discover: { config: { apiKey: 'k' } } }, { protocol: 'capture', onLog: (l) => logs.push(l) }), (err: Error) => {
+      assert.equal(err.message, "Cannot read properties of undefined (reading 'value') (internal error; see the previous log line for details)");
+      return true;
+    });
+    assert.equal(logs.length, 2);
+    assert.equal(logs[0]!.msg, 'internal error');
+    assert.match(String(logs[0]!.fields['stack']), /throwing-capture\.ts/);
+  });
+  it('FLOW_RUNTIME_CODEC=proto is refused', async () => {
+    await assert.rejects(unaryRpc({ ...testCapture, env: { FLOW_RUNTIME_CODEC: 'proto' } }, { spec: {} }, { protocol: 'capture' }), {
+      name: 'ConnectorExitError',
+      message: 'FLOW_RUNTIME_CODEC=proto is not supported: this connector speaks only the JSON codec; run it with FLOW_RUNTIME_CODEC=json (or unset it)',
+    });
+  });
+  it('zero responses to a unary RPC is a ProtocolError', async () => {
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', 'process.stdin.resume()'] }, { spec: {} }, { protocol: 'capture', name: 'silent' }), {
+      name: 'ProtocolError', message: 'silent: the "spec" rpc is expected to be unary, but the connector wrote 0 responses',
+    });
+  });
+  it('a partial response line is a ProtocolError', async () => {
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', 'process.stdout.write(\'{"spec":{}\')'] }, { spec: {} }, { protocol: 'capture', name: 'partial' }), {
+      name: 'ProtocolError', message: 'partial stdout ended with a partial message: line 1 (10 bytes) has no terminating newline',
+    });
+  });
+  it('an unknown response variant is a ProtocolError', async () => {
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', 'console.log(\'{"loaded":{}}\')'] }, { spec: {} }, { protocol: 'capture', name: 'x' }), {
+      message: 'x stdout line 1: unknown response "loaded"; expected one of "spec", "discovered", "validated", "applied", "opened", "captured", "sourcedSchema", "checkpoint"',
+    });
+  });
+  it('plain-text stderr is the error for a non-JSON connector', async () => {
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', 'console.error("first"); console.error("fatal: unable to connect to db:5432"); process.exit(3)'] }, { spec: {} }, { protocol: 'capture' }), (err: Error & { exitCode?: number }) => {
+      assert.equal(err.message, 'fatal: unable to connect to db:5432');
+      assert.equal(err.exitCode, 3);
+      return true;
+    });
+  });
+  it('a silent failure names the exit code', async () => {
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', 'process.exit(4)'] }, { spec: {} }, { protocol: 'capture', name: 'quiet' }), {
+      message: 'quiet exited with code 4 without an error message',
+    });
+  });
+  it('a missing command cannot start', async () => {
+    await assert.rejects(unaryRpc({ command: '/nonexistent/connector' }, { spec: {} }, { protocol: 'capture', name: 'ghost' }), (err: Error) => {
+      assert.match(err.message, /^ghost: cannot start the connector: spawn \/nonexistent\/connector ENOENT$/);
+      return true;
+    });
+  });
+  it('a timeout kills the connector', async () => {
+    const proc = startConnector(testCapture, { protocol: 'capture', timeoutMs: 2500, killGraceMs: 2000, name: 'slow' });
+    await proc.send(openCapture({ apiKey: 'k', count: 1000, delayMs: 50 }));
+    const seen: CaptureResponse[] = [];
+    await assert.rejects((async () => { for await (const r of proc.responses()) seen.push(r); })(), {
+      name: 'ConnectorExitError', message: 'slow: timed out after 2500 ms and was killed',
+    });
+    assert.deepEqual(seen[0], { opened: {} });
+  });
+});
+
+describe('host: sessions', () => {
+  it('unary spec', async () => {
+    const response = await unaryRpc(testCapture, { spec: {} }, { protocol: 'capture' });
+    assert.ok('spec' in response);
+    assert.equal(response.spec.protocol, 3032023);
+    assert.deepEqual(response.spec.resourcePathPointers, ['/name']);
+  });
+  it('a capture session with status events and logs', async () => {
+    const statuses: string[] = [];
+    const responses = await runSession(testCapture, [openCapture({ apiKey: 'k', count: 2 })], { protocol: 'capture', onStatus: (m) => statuses.push(m) });
+    assert.deepEqual(responses, [
+      { opened: {} },
+      { captured: { doc: { id: 'users-0', greeting: 'hello', n: 0 } } },
+      { captured: { doc: { id: 'users-1', greeting: 'hello', n: 1 } } },
+      { checkpoint: { state: { updated: { bindingStateV1: { users: { next: 2 } } }, mergePatch: true } } },
+    ]);
+    assert.deepEqual(statuses, ['Capturing 1 binding']);
+  });
+  it('a materialize session, transaction by transaction', async () => {
+    const binding = { resourceConfig: { table: 't' }, collection: { name: 'a/t', key: ['/id'] }, fieldSelection: { keys: ['id'], document: 'flow_document' } };
+    const key = packTupleBase64([7]);
+    const requests: MaterializeRequest[] = [
+      { open: { materialization: { name: 'a/mat', config: {}, bindings: [binding] } } },
+      { acknowledge: {} }, { flush: {} }, { store: { keyPacked: key, doc: { id: 7 } } }, { startCommit: { runtimeCheckpoint: {} } },
+      { acknowledge: {} }, { load: { keyPacked: key } }, { flush: {} }, { startCommit: { runtimeCheckpoint: {} } },
+      { acknowledge: {} },
+    ];
+    const responses = await runSession(testMaterialize, requests, { protocol: 'materialize' });
+    assert.deepEqual(responses.map((r) => Object.keys(r)[0]), ['opened', 'acknowledged', 'flushed', 'startedCommit', 'acknowledged', 'loaded', 'flushed', 'startedCommit', 'acknowledged']);
+    assert.deepEqual(responses[5], { loaded: { doc: { id: 7 } } });
+  });
+  it('SIGTERM ends a capture session cleanly (exit 0)', async () => {
+    const logs: ConnectorLog[] = [];
+    const proc = startConnector(testCapture, { protocol: 'capture', onLog: (l) => logs.push(l) });
+    await proc.send(openCapture({ apiKey: 'k', count: 100000, delayMs: 20 }));
+    const iterator = proc.responses()[Symbol.asyncIterator]();
+    assert.deepEqual((await iterator.next()).value, { opened: {} });
+    await iterator.next();
+    proc.child.kill('SIGTERM');
+    while (!(await iterator.next()).done);
+    const status = await proc.wait();
+    assert.deepEqual(status, { code: 0, signal: null });
+    assert.ok(logs.some((l) => l.msg === 'received SIGTERM; stopping'));
+  });
+  it('kill() stops a connector that ignores SIGTERM', async () => {
+    const proc = startConnector({ command: node, args: ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000); console.error("ready")'] }, { protocol: 'capture', name: 'stubborn' });
+    await new Promise((r) => proc.child.stderr!.once('data', r));
+    const status = await proc.kill(200);
+    assert.deepEqual(status, { code: null, signal: 'SIGKILL' });
+    await assert.rejects(proc.wait(), { message: 'stubborn: killed with SIGKILL' });
+  });
+  it('a container target runs `<engine> run --rm -i` with env passed by name', async () => {
+    const logs: ConnectorLog[] = [];
+    const response = await unaryRpc({ engine: path('fixtures/fake-engine.sh'), image: 'ghcr.io/sluice-dev/test:dev', env: { API_SECRET: 's3cret' }, mounts: [{ source: '/tmp', target: '/data', readonly: true }] }, { spec: {} }, { protocol: 'capture', onLog: (l) => logs.push(l) });
+    assert.ok('spec' in response);
+    assert.deepEqual(logs[0]!.fields, {
+      argv: ['run', '--rm', '-i', '--network', 'host', '-e', 'API_SECRET', '-e', 'FLOW_RUNTIME_CODEC', '-v', '/tmp:/data:ro', 'ghcr.io/sluice-dev/test:dev'],
+      secret: 's3cret', codec: 'json',
+    });
+  });
+});
+
+describe('host: helpers', () => {
+  it('containerArgs', () => {
+    assert.deepEqual(containerArgs({ engine: 'podman', image: 'img:v1', network: 'bridge', env: { B: '1', A: '2' }, args: ['--x'], engineArgs: ['--pull=never'] }),
+      ['run', '--rm', '-i', '--network', 'bridge', '-e', 'A', '-e', 'B', '-e', 'FLOW_RUNTIME_CODEC', '--pull=never', 'img:v1', '--x']);
+  });
+  it('parseConnectorLog: JSON, logrus style, python style, plain text', () => {
+    assert.deepEqual(parseConnectorLog('{"level":"info","msg":"x","fields":{"a":1}}'), { level: 'info', msg: 'x', fields: { a: 1 }, json: true });
+    assert.deepEqual(parseConnectorLog('{"lvl":"WARNING","message":"y","k":2,"ts":"2024-01-01T00:00:00Z"}'), { level: 'warn', msg: 'y', fields: { k: 2 }, json: true });
+    assert.deepEqual(parseConnectorLog('{"level":"INFO","msg":"z","fields":{"source":"flow.x"}}'), { level: 'info', msg: 'z', fields: { source: 'flow.x' }, json: true });
+    assert.deepEqual(parseConnectorLog('Traceback: failed to connect'), { level: 'error', msg: 'Traceback: failed to connect', fields: {}, json: false });
+    assert.deepEqual(parseConnectorLog('starting up'), { level: 'warn', msg: 'starting up', fields: {}, json: false });
+  });
+});
