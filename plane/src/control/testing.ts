@@ -41,6 +41,7 @@ export async function startControlPlaneServer(opts: { dataDir?: string } = {}): 
     }, (err: unknown) => { res.writeHead(500); res.end(String(err)); });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  server.unref(); // a failed assertion that skips close() must not keep the test process alive
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   let cached: string | undefined;
 
@@ -66,8 +67,10 @@ export async function startControlPlaneServer(opts: { dataDir?: string } = {}): 
       return JSON.parse(body) as StatusItem[];
     },
     async close() {
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (!server.listening) return;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeAllConnections();
+      await closed;
       controlPlane.close();
     },
   };
