@@ -4,6 +4,8 @@ import { parseArgs } from 'node:util';
 import { parseInterval } from '../catalog/load.ts';
 import { createControlPlane } from '../control/index.ts';
 
+export const description = 'create a refresh token for the control-plane API (token create)';
+
 export const TOKEN_USAGE = `usage: sluice token create [--data-dir DIR] [--prefix PREFIX]... [--multi-use] [--valid-for 90d] [--subject NAME] [--detail TEXT]
 
 Creates a refresh token for the control-plane API of \`sluice serve\` (same --data-dir).
