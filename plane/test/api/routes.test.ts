@@ -10,7 +10,24 @@ const run = promisify(execFile);
 
 interface CurlResult { status: number; type: string; body: string; json?: unknown }
 
+const HAVE_CURL = await run('curl', ['--version']).then(() => true, () => false);
+if (!HAVE_CURL) console.log('# curl is not installed: these checks send the same requests with fetch instead');
+
+/** curl with its -X/-H/-d arguments; the same request through fetch when curl is not installed. */
 async function curl(url: string, args: string[] = []): Promise<CurlResult> {
+  if (!HAVE_CURL) {
+    const init: { method?: string; headers: Record<string, string>; body?: string } = { headers: {} };
+    for (let i = 0; i < args.length; i += 2) {
+      const [flag, value] = [args[i]!, args[i + 1]!];
+      if (flag === '-X') init.method = value;
+      else if (flag === '-d') { init.body = value; init.method ??= 'POST'; }
+      else if (flag === '-H') { const at = value.indexOf(':'); init.headers[value.slice(0, at)] = value.slice(at + 1).trim(); }
+    }
+    const res = await fetch(url, init);
+    const out: CurlResult = { status: res.status, type: res.headers.get('content-type') ?? '', body: await res.text() };
+    if (out.type.startsWith('application/json')) out.json = JSON.parse(out.body);
+    return out;
+  }
   const { stdout } = await run('curl', ['-s', '-g', '-D', '-', ...args, url]);
   const [head, ...rest] = stdout.split('\r\n\r\n');
   const body = rest.join('\r\n\r\n');
