@@ -313,7 +313,8 @@ function parseCommandLine(argv: string[]): Options | 'help' {
       },
     });
   } catch (err) {
-    throw new UsageError((err as Error).message);
+    const unknown = /^Unknown option '([^']+)'/.exec((err as Error).message);
+    throw new UsageError(unknown ? `unknown option ${unknown[1]}` : (err as Error).message.split('. ')[0]!);
   }
   const { values, positionals } = parsed;
   if (values.help) return 'help';
