@@ -150,10 +150,12 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
       if (signal.aborted) return await session.close();
       refreshCursors();
       batch = [];
+      // Share the transaction between sources, so no binding or partition starves another.
       let budget = maxTxnDocs;
+      const share = Math.max(100, Math.ceil(maxTxnDocs / Math.max(1, cursors.size)));
       for (const c of cursors.values()) {
         if (budget <= 0) break;
-        const docs = store.read(c.journal, c.offset, budget);
+        const docs = store.read(c.journal, c.offset, Math.min(share, budget));
         if (docs.length > 0) {
           batch.push({ cursor: c, docs });
           budget -= docs.length;
