@@ -132,14 +132,177 @@ export class ZipSplitter {
   }
 }
 
+/** A zstd frame boundary event, or compressed bytes of the current frame. */
+export type ZstdFrameEvent = { frame: 'start' | 'end' } | { bytes: Uint8Array };
+
+/**
+ * Splits a zstd stream into frames (RFC 8878 §3.1), as a pure incremental core: Node's zstd
+ * decompressor stops at the end of the first frame, so each frame gets its own. Skippable frames
+ * are dropped. Only frame and block headers are buffered (at most 18 bytes).
+ */
+export class ZstdFrameSplitter {
+  #state: 'magic' | 'header' | 'block' | 'body' | 'checksum' | 'skipHeader' | 'skip' = 'magic';
+  #hold: number[] = [];
+  #need = 4;
+  #remaining = 0;
+  #checksum = false;
+  #lastBlock = false;
+  #inFrame = false;
+  #offset = 0;
+
+  push(chunk: Uint8Array): ZstdFrameEvent[] {
+    const out: ZstdFrameEvent[] = [];
+    let i = 0;
+    while (i < chunk.length) {
+      if (this.#state === 'body' || this.#state === 'skip') {
+        const take = Math.min(this.#remaining, chunk.length - i);
+        if (this.#state === 'body') out.push({ bytes: chunk.subarray(i, i + take) });
+        i += take;
+        this.#offset += take;
+        this.#remaining -= take;
+        if (this.#remaining === 0) this.#afterBody(out);
+        continue;
+      }
+      // Header states: collect #need bytes.
+      while (i < chunk.length && this.#hold.length < this.#need) { this.#hold.push(chunk[i++] as number); this.#offset++; }
+      if (this.#hold.length < this.#need) break;
+      this.#header(out);
+    }
+    return out;
+  }
+
+  end(): ZstdFrameEvent[] {
+    if (this.#inFrame || this.#hold.length > 0 || this.#state === 'skip' || this.#state === 'skipHeader') {
+      throw new DecodeError(`failed to decompress content as zstd: the compressed data is truncated (the file ends inside a frame, after ${this.#offset} compressed bytes)`, { byteOffset: this.#offset });
+    }
+    return [];
+  }
+
+  #emitHeld(out: ZstdFrameEvent[]): void {
+    out.push({ bytes: Uint8Array.from(this.#hold) });
+    this.#hold = [];
+  }
+
+  #header(out: ZstdFrameEvent[]): void {
+    const h = this.#hold;
+    switch (this.#state) {
+      case 'magic': {
+        const magic = ((h[0] as number) | ((h[1] as number) << 8) | ((h[2] as number) << 16) | ((h[3] as number) << 24)) >>> 0;
+        if (magic === 0xfd2fb528) {
+          out.push({ frame: 'start' });
+          this.#inFrame = true;
+          this.#state = 'header';
+          this.#need = 5; // magic + descriptor
+          return;
+        }
+        if ((magic & 0xfffffff0) === 0x184d2a50) {
+          this.#state = 'skipHeader';
+          this.#need = 8;
+          return;
+        }
+        throw new DecodeError(`failed to decompress content as zstd: no zstd frame at byte offset ${this.#offset - 4} (bad magic number)`, { byteOffset: this.#offset - 4 });
+      }
+      case 'skipHeader': {
+        this.#remaining = ((h[4] as number) | ((h[5] as number) << 8) | ((h[6] as number) << 16) | ((h[7] as number) << 24)) >>> 0;
+        this.#hold = [];
+        this.#need = 4;
+        this.#state = this.#remaining === 0 ? 'magic' : 'skip';
+        return;
+      }
+      case 'header': {
+        const d = h[4] as number;
+        const fcsFlag = d >> 6;
+        const single = (d >> 5) & 1;
+        const didFlag = d & 3;
+        this.#checksum = ((d >> 2) & 1) === 1;
+        const fcsSize = fcsFlag === 0 ? single : fcsFlag === 1 ? 2 : fcsFlag === 2 ? 4 : 8;
+        const total = 5 + (single ? 0 : 1) + [0, 1, 2, 4][didFlag]! + fcsSize;
+        if (h.length < total) { this.#need = total; return; }
+        this.#emitHeld(out);
+        this.#state = 'block';
+        this.#need = 3;
+        return;
+      }
+      case 'block': {
+        const v = (h[0] as number) | ((h[1] as number) << 8) | ((h[2] as number) << 16);
+        this.#emitHeld(out);
+        this.#lastBlock = (v & 1) === 1;
+        const type = (v >> 1) & 3;
+        const size = v >>> 3;
+        if (type === 3) throw new DecodeError(`failed to decompress content as zstd: reserved block type at byte offset ${this.#offset - 3}`, { byteOffset: this.#offset - 3 });
+        this.#remaining = type === 1 ? 1 : size;
+        this.#state = 'body';
+        if (this.#remaining === 0) this.#afterBody(out);
+        return;
+      }
+      case 'checksum': {
+        this.#emitHeld(out);
+        this.#endFrame(out);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #afterBody(out: ZstdFrameEvent[]): void {
+    if (this.#state === 'skip') {
+      this.#state = 'magic';
+      this.#need = 4;
+      return;
+    }
+    if (!this.#lastBlock) { this.#state = 'block'; this.#need = 3; return; }
+    if (this.#checksum) { this.#state = 'checksum'; this.#need = 4; return; }
+    this.#endFrame(out);
+  }
+
+  #endFrame(out: ZstdFrameEvent[]): void {
+    out.push({ frame: 'end' });
+    this.#inFrame = false;
+    this.#state = 'magic';
+    this.#need = 4;
+  }
+}
+
+/** Decompresses every frame of a zstd stream, one Node decompressor per frame, with backpressure. */
+async function* zstdFrames(source: AsyncIterable<Uint8Array>): AsyncGenerator<Uint8Array> {
+  const splitter = new ZstdFrameSplitter();
+  const it = source[Symbol.asyncIterator]();
+  let queue: ZstdFrameEvent[] = [];
+  let done = false;
+  const nextEvent = async (): Promise<ZstdFrameEvent | null> => {
+    while (queue.length === 0) {
+      if (done) return null;
+      const r = await it.next();
+      if (r.done) { done = true; queue = splitter.end(); continue; }
+      queue = splitter.push(r.value);
+    }
+    return queue.shift() as ZstdFrameEvent;
+  };
+  let compressedOffset = 0;
+  while (true) {
+    const ev = await nextEvent();
+    if (ev === null) return;
+    if (!('frame' in ev) || ev.frame !== 'start') continue;
+    const frameBytes = (async function* () {
+      while (true) {
+        const e = await nextEvent();
+        if (e === null || ('frame' in e && e.frame === 'end')) return;
+        if ('bytes' in e) { compressedOffset += e.bytes.length; yield e.bytes; }
+      }
+    })();
+    yield* throughZlib(frameBytes, 'zstd', () => createZstdDecompress(), compressedOffset);
+  }
+}
+
 function zlibError(kind: string, err: Error, offset: number): DecodeError {
   const detail = /unexpected end of file/i.test(err.message) ? 'the compressed data is truncated (unexpected end of file)' : err.message;
   return new DecodeError(`failed to decompress content as ${kind}: ${detail} (after ${offset} compressed bytes)`, { byteOffset: offset }, { cause: err });
 }
 
 /** Runs a byte stream through a zlib transform with backpressure, mapping errors to DecodeError. */
-async function* throughZlib(source: AsyncIterable<Uint8Array>, kind: string, make: () => NodeJS.ReadWriteStream): AsyncGenerator<Uint8Array> {
-  let consumed = 0;
+async function* throughZlib(source: AsyncIterable<Uint8Array>, kind: string, make: () => NodeJS.ReadWriteStream, baseOffset = 0): AsyncGenerator<Uint8Array> {
+  let consumed = baseOffset;
   const counted = (async function* () {
     for await (const chunk of source) {
       consumed += chunk.length;
@@ -176,6 +339,6 @@ export async function* decompress(source: AsyncIterable<Uint8Array>, compression
     for await (const chunk of source) if (chunk.length) yield { data: chunk };
     return;
   }
-  const make = compression === 'gzip' ? () => createGunzip() : () => createZstdDecompress();
-  for await (const data of throughZlib(source, compression, make)) yield { data };
+  const data = compression === 'gzip' ? throughZlib(source, 'gzip', () => createGunzip()) : zstdFrames(source);
+  for await (const chunk of data) yield { data: chunk };
 }

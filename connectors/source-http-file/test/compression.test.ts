@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { Readable } from 'node:stream';
 import { describe, test } from 'node:test';
 import { decompress, isHiddenZipMember, resolveCompression } from '../src/compression.ts';
@@ -32,7 +33,7 @@ describe('compression', () => {
 
   test('bad input: truncated zstd', async () => {
     const z = zstdCompressSync(Buffer.from(text));
-    await assert.rejects(run(z.subarray(0, z.length - 10), 'zstd', 5), (e: unknown) => e instanceof DecodeError && /^failed to decompress content as zstd: /.test(e.message));
+    await assert.rejects(run(z.subarray(0, z.length - 10), 'zstd', 5), (e: unknown) => e instanceof DecodeError && e.message === `failed to decompress content as zstd: the compressed data is truncated (the file ends inside a frame, after ${z.length - 10} compressed bytes)`);
   });
 
   test('bad input: truncated zip and not a zip', async () => {
@@ -50,6 +51,22 @@ describe('compression', () => {
   test('gzip: multi-member, any chunk size', async () => {
     const gz = Buffer.concat([gzipSync('first\n'), gzipSync('second\n')]);
     for (const size of [1, 3, 1 << 20]) assert.deepEqual(await run(gz, 'gzip', size), { members: [null], data: { '': 'first\nsecond\n' } });
+  });
+
+  test('zstd: several frames (and a skippable frame) at any chunk size', async () => {
+    const skippable = Buffer.concat([Buffer.from([0x50, 0x2a, 0x4d, 0x18, 3, 0, 0, 0]), Buffer.from('abc')]);
+    const z = Buffer.concat([zstdCompressSync(Buffer.from('first\n')), skippable, zstdCompressSync(Buffer.from(text)), zstdCompressSync(Buffer.from('last\n'))]);
+    for (const size of [1, 3, 100, 1 << 20]) assert.equal((await run(z, 'zstd', size)).data[''], `first\n${text}last\n`, `chunk size ${size}`);
+  });
+
+  test('zstd: a file written by the zstd CLI (content checksum, multi-threaded frames)', async (t) => {
+    const cli = spawnSync('zstd', ['-q', '-c', '--check', '-T2', '-B1000'], { input: Buffer.from(text) });
+    if (cli.error || cli.status !== 0) { t.skip(`the zstd CLI is not available (${cli.error?.message ?? cli.stderr?.toString()}); install the Debian package zstd`); return; }
+    assert.equal((await run(cli.stdout, 'zstd', 7)).data[''], text);
+  });
+
+  test('bad input: not zstd at all', async () => {
+    await assert.rejects(run(Buffer.from('plain text'), 'zstd'), (e: unknown) => e instanceof DecodeError && e.message === 'failed to decompress content as zstd: no zstd frame at byte offset 0 (bad magic number)');
   });
 
   test('zstd round trip at any chunk size', async () => {
