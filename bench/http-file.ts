@@ -39,6 +39,7 @@ if (process.argv[2] === '--in-process-child') {
   }
   writeSync(1, buf);
   process.stderr.write(`captured ${docs} documents\n`);
+  if (process.env['BENCH_MEM']) process.stderr.write(`${JSON.stringify(process.memoryUsage())} ${JSON.stringify((await import('node:v8')).getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1e6)]))}\n`);
   process.exit(0);
 }
 
@@ -47,6 +48,8 @@ const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
 const ONLY_OPEN = process.argv.includes('--only-open');
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
+/** The V8 flags of the bin's shebang (`#!/usr/bin/env -S node <flags>`), passed to every child we spawn. */
+const V8_FLAGS = (readFileSync(BIN, 'utf8').split('\n')[0] ?? '').split(' ').filter((a) => a.startsWith('--'));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
 const csvPath = join(dir, 'rides.csv');
 
@@ -106,7 +109,7 @@ async function capture(url: string, inProcess = false): Promise<{ secs: number; 
   const request = { open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } };
   const devnull = openSync('/dev/null', 'w');
   const start = process.hrtime.bigint();
-  const child = spawn(process.execPath, inProcess ? [SELF, '--in-process-child', url] : [BIN], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [...V8_FLAGS, ...(inProcess ? [SELF, '--in-process-child', url] : [BIN])], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
   child.stdin?.end(`${JSON.stringify(request)}\n`);
@@ -141,7 +144,7 @@ function parseCoreBench(text: string): { ours: number; csvParse: number } {
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
 async function main(): Promise<void> {
-  console.log(`generating ${fmt(ROWS)} rows in ${dir} …`);
+  console.log(`generating ${fmt(ROWS)} rows in ${dir} … (connector children run with ${V8_FLAGS.join(' ') || 'no V8 flags'})`);
   await generate();
   const rawBytes = statSync(csvPath).size;
   await pipeline(createReadStream(csvPath), createGzip({ level: 6 }), createWriteStream(`${csvPath}.gz`));
