@@ -1,12 +1,14 @@
 // The connector images, built with buildah and run with podman, as CI does on machines without a Docker
 // engine or Docker Hub: docker/base/build-base.sh makes the Node base locally (cached), docker/build.sh builds
 // the three images (layer cache), then each image answers `spec`, source-http-file captures from a loopback
-// fixture server, and materialize-sqlite writes a mounted SQLite file. Prints each image's size and every
+// fixture server, materialize-sqlserver's SSH tunnel forwards through a real sshd, and materialize-sqlite
+// writes a mounted SQLite file. Prints each image's size and every
 // build's time. Skips, saying why, without root, buildah, podman or runc, or with SLUICE_SKIP_IMAGE_TESTS=1.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
 import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +19,8 @@ import { packTupleBase64 } from '@sluice/runtime';
 import type { CaptureResponse, JsonObject, MaterializationSpec, MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
 import { runSession, unaryRpc } from '../runtime/src/host/index.ts';
 import type { ContainerTarget } from '../runtime/src/host/index.ts';
+import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
+import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -169,6 +173,54 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
         { id: '3', name: 'gamma, delta', _meta: { file: url, offset: 2 } },
       ]);
       assert.ok(responses.some((r) => 'checkpoint' in r), 'no checkpoint');
+    });
+  });
+
+  describe('materialize-sqlserver: SSH tunnels work inside the image (pure-JS ssh2, no openssh-client)', () => {
+    const noSshd = skip === undefined ? sshdUnavailable() : undefined;
+    if (noSshd !== undefined) console.log(`# materialize-sqlserver SSH tunnel in the image: skipped: ${noSshd}`);
+    let sshd: Sshd | undefined;
+    let echo: Server | undefined;
+    before(async () => {
+      if (noSshd !== undefined) return;
+      sshd = await startSshd();
+      echo = createNetServer((socket) => socket.pipe(socket));
+      await new Promise<void>((resolve) => echo!.listen(0, '127.0.0.1', resolve));
+    });
+    after(async () => {
+      await sshd?.stop();
+      await new Promise<void>((resolve) => (echo ? echo.close(() => resolve()) : resolve()));
+    });
+
+    test('the connector\'s tunnel forwards a TCP connection through a real sshd', { skip: noSshd ?? false }, async () => {
+      const script = `
+        import { connect } from 'node:net';
+        import { openTunnel } from '/app/connectors/materialize-sqlserver/src/tunnel.ts';
+        const t = await openTunnel({ sshEndpoint: process.env.SSH_ENDPOINT, privateKey: process.env.SSH_KEY, targetHost: '127.0.0.1', targetPort: Number(process.env.TARGET_PORT) });
+        const reply = await new Promise((resolve, reject) => {
+          const want = 'ping through the tunnel';
+          const s = connect(t.localPort, t.localHost, () => s.write(want));
+          let got = '';
+          s.on('data', (d) => { got += d; if (got.length >= want.length) { s.destroy(); resolve(got); } });
+          s.on('error', reject);
+          s.on('close', () => resolve(got));
+        });
+        await t.close();
+        console.log(reply);`;
+      const { stdout } = await run('podman', [
+        'run', '--rm', '--network', 'host', '-e', 'SSH_ENDPOINT', '-e', 'SSH_KEY', '-e', 'TARGET_PORT',
+        '--entrypoint', '/usr/local/bin/node', imageRef('materialize-sqlserver'), '--input-type=module', '-e', script,
+      ], {
+        env: {
+          ...process.env,
+          SSH_ENDPOINT: `ssh://${sshd!.user}@127.0.0.1:${sshd!.port}`,
+          SSH_KEY: sshd!.privateKey,
+          TARGET_PORT: String((echo!.address() as AddressInfo).port),
+        },
+        timeout: 60_000,
+      });
+      assert.equal(stdout.trim(), 'ping through the tunnel');
+      assert.equal((await shell('materialize-sqlserver', 'command -v ssh || echo none')).trim(), 'none');
     });
   });
 
