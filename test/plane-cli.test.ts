@@ -1,0 +1,177 @@
+// End to end through the local plane's commands: preview (capture and materialization), test, serve
+// (ingest over HTTP, the control-plane API, republish on catalog change) and start (the quickstart:
+// source-http-file → journals → materialize-sqlite).
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { DOC_UUID_PLACEHOLDER, previewCommand } from '../plane/src/cli/preview.ts';
+import { startPlane } from '../plane/src/cli/serve.ts';
+import { startCommand } from '../plane/src/cli/start.ts';
+import { testCommand } from '../plane/src/cli/test.ts';
+
+const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.ts', import.meta.url));
+
+function tmp(t: { after: (fn: () => void) => void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function catalog(opts: { verifyN?: number; count?: number } = {}): string {
+  return `
+collections:
+  acmeCo/greetings:
+    schema:
+      type: object
+      properties:
+        id: {type: string}
+        greeting: {type: string}
+        n: {type: integer}
+      required: [id, greeting, n]
+    key: [/id]
+captures:
+  acmeCo/source-test:
+    endpoint:
+      local:
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
+        config: {apiKey: k, count: ${opts.count ?? 2}}
+    bindings:
+      - resource: {name: alpha}
+        target: acmeCo/greetings
+materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: out.db}
+    bindings:
+      - source: acmeCo/greetings
+        resource: {table: greetings}
+        fields: {recommended: false, include: {n: {}}}
+tests:
+  acmeCo/test-greetings:
+    - ingest: {collection: acmeCo/greetings, documents: [{id: a, greeting: hi, n: 1}, {id: a, greeting: yo, n: 2}]}
+    - verify: {collection: acmeCo/greetings, documents: [{id: a, greeting: yo, n: ${opts.verifyN ?? 2}}]}
+`;
+}
+
+function rows(file: string, sql: string): unknown[] {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try { return db.prepare(sql).all().map((r) => ({ ...r })); } finally { db.close(); }
+}
+
+test('preview: a capture prints ["collection", doc] per document and connectorState per commit; sessions resume', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'flow.yaml'), catalog());
+  const lines: string[] = [];
+  const code = await previewCommand(['--catalog', join(dir, 'flow.yaml'), '--name', 'acmeCo/source-test', '--output-state', '--sessions', '2'], (l) => lines.push(l));
+  assert.equal(code, 0);
+  assert.deepEqual(lines.map((l) => JSON.parse(l) as unknown), [
+    ['acmeCo/greetings', { id: 'alpha-0', greeting: 'hello', n: 0, _meta: { uuid: DOC_UUID_PLACEHOLDER } }],
+    ['acmeCo/greetings', { id: 'alpha-1', greeting: 'hello', n: 1, _meta: { uuid: DOC_UUID_PLACEHOLDER } }],
+    ['connectorState', { updated: { bindingStateV1: { alpha: { next: 2 } } }, mergePatch: true }],
+    ['acmeCo/greetings', { id: 'alpha-2', greeting: 'hello', n: 2, _meta: { uuid: DOC_UUID_PLACEHOLDER } }],
+    ['acmeCo/greetings', { id: 'alpha-3', greeting: 'hello', n: 3, _meta: { uuid: DOC_UUID_PLACEHOLDER } }],
+    ['connectorState', { updated: { bindingStateV1: { alpha: { next: 4 } } }, mergePatch: true }],
+  ]);
+});
+
+test('preview: usage errors are one clear line', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'flow.yaml'), catalog());
+  const errs: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((s: string) => { errs.push(s); return true; }) as typeof process.stderr.write;
+  try {
+    assert.equal(await previewCommand(['--catalog', join(dir, 'flow.yaml')], () => undefined), 2);
+    assert.equal(await previewCommand(['--catalog', join(dir, 'flow.yaml'), '--name', 'acmeCo/to-sqlite'], () => undefined), 2);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.match(errs[0] ?? '', /has 2 tasks; choose one with --name \(acmeCo\/source-test, acmeCo\/to-sqlite\)/);
+  assert.match(errs[1] ?? '', /previewing materialization acmeCo\/to-sqlite needs --fixture/);
+});
+
+test('preview: a materialization applies and stores each fixture transaction, reduced by key', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'flow.yaml'), catalog());
+  writeFileSync(join(dir, 'fixture.jsonl'), [
+    '["acmeCo/greetings", {"id": "a", "greeting": "hi", "n": 1}]',
+    '["acmeCo/greetings", {"id": "b", "greeting": "hi", "n": 2}]',
+    '{"commit": true}',
+    '["acmeCo/greetings", {"id": "a", "greeting": "yo", "n": 3}]',
+    '{"commit": true}',
+  ].join('\n'));
+  const lines: string[] = [];
+  const code = await previewCommand(['--catalog', join(dir, 'flow.yaml'), '--name', 'acmeCo/to-sqlite', '--fixture', join(dir, 'fixture.jsonl'), '--output-apply', '--sessions', '2'], (l) => lines.push(l));
+  assert.equal(code, 0);
+  assert.match(lines[0] ?? '', /^\["applied.actionDescription","CREATE TABLE IF NOT EXISTS flow_checkpoints_v1/);
+  assert.deepEqual(rows(join(dir, 'out.db'), 'SELECT id, n FROM greetings ORDER BY id'), [{ id: 'a', n: 3 }, { id: 'b', n: 2 }]);
+});
+
+test('sluice test: passing and failing catalog tests', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'ok.yaml'), catalog());
+  writeFileSync(join(dir, 'bad.yaml'), catalog({ verifyN: 9 }));
+  const ok: string[] = [];
+  assert.equal(await testCommand(['--catalog', join(dir, 'ok.yaml')], (l) => ok.push(l)), 0);
+  assert.match(ok[0] ?? '', /^✔ acmeCo\/test-greetings \(\d+ ms\)$/);
+  const bad: string[] = [];
+  assert.equal(await testCommand(['--catalog', join(dir, 'bad.yaml')], (l) => bad.push(l)), 1);
+  assert.deepEqual(bad, ['✖ acmeCo/test-greetings: step 1 (verify acmeCo/greetings): document 0 (key ["a"]) differs at /n: expected 9, found 2', '0 passed, 1 failed']);
+});
+
+test('serve: ingest over HTTP reaches SQLite, the API reports the specs, a catalog edit republishes', async (t) => {
+  const dir = tmp(t);
+  const file = join(dir, 'flow.yaml');
+  writeFileSync(file, catalog());
+  const published: string[] = [];
+  const running = await startPlane({ catalogFile: file, dataDir: join(dir, 'data'), host: '127.0.0.1', port: 0, ingestPort: 0, log: () => undefined, onPublish: (r) => published.push(r.result) });
+  t.after(() => running.close());
+  assert.equal(running.first.result, 'success');
+  const res = await fetch(running.ingestUrl, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ 'acmeCo/greetings': [{ id: 'z', greeting: 'hey', n: 42 }] }) });
+  assert.equal(res.status, 200);
+  assert.match(await res.text(), /^\{"Offsets":\{"acmeCo\/greetings\/pivot=00":\d+\},"SQLite":\{"cluster_id":\d+,"member_id":\d+,"revision":\d+,"raft_term":\d+\}\}$/);
+  const wrong = await fetch(running.ingestUrl, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
+  assert.equal(wrong.status, 404);
+  const out = join(dir, 'out.db');
+  for (let i = 0; i < 200; i++) {
+    try { if (rows(out, "SELECT n FROM greetings WHERE id = 'z'").length) break; } catch { /* table not yet there */ }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  assert.deepEqual(rows(out, "SELECT n FROM greetings WHERE id = 'z'"), [{ n: 42 }]);
+
+  // The API, with a token from the same control plane.
+  assert.equal((await fetch(`${running.apiUrl}/catalog/status?name=acmeCo/to-sqlite`)).status, 401);
+  const token = await running.control.tokens.create({ multiUse: true });
+  const exchanged = await fetch(`${running.apiUrl}/auth/token`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ grant_type: 'refresh_token', refresh_token_id: token.id, secret: token.secret }) });
+  const { access_token } = await exchanged.json() as { access_token: string };
+  const status = await fetch(`${running.apiUrl}/catalog/status?name=acmeCo/to-sqlite&name=acmeCo/test-greetings`, { headers: { authorization: `Bearer ${access_token}` } });
+  assert.equal(status.status, 200);
+  const items = await status.json() as { catalog_name: string; last_build_id: string; spec_type: string }[];
+  assert.deepEqual(items.map((i) => [i.catalog_name, i.spec_type]).sort(), [['acmeCo/test-greetings', 'test'], ['acmeCo/to-sqlite', 'materialization']]);
+  assert.equal(items.find((i) => i.catalog_name === 'acmeCo/to-sqlite')?.last_build_id, running.first.pubId);
+
+  // Saving the catalog republishes.
+  writeFileSync(file, catalog({ count: 3 }));
+  for (let i = 0; i < 200 && published.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(published, ['success', 'success']);
+});
+
+test('start: the quickstart captures a gzipped CSV over HTTP into journals and materializes it into SQLite', async (t) => {
+  const dir = tmp(t);
+  const out: string[] = [];
+  const code = await startCommand(['--data-dir', join(dir, 'data'), '--rows', '3000', '--port', '0', '--ingest-port', '0', '--exit'], (s) => out.push(s));
+  const text = out.join('');
+  assert.equal(code, 0, text);
+  assert.match(text, /done {5}3,000 rows captured into 3 journals/);
+  assert.match(text, /curl -s -X POST http:\/\/127\.0\.0\.1:\d+\/ingest -H 'Content-Type: application\/json'/);
+  const db = join(dir, 'data', 'quickstart.db');
+  assert.deepEqual(rows(db, 'SELECT count(*) AS n, count(DISTINCT ride_id) AS d FROM rides'), [{ n: 3000, d: 3000 }]);
+  const [first] = rows(db, "SELECT ride_id, rideable_type, duration_s FROM rides WHERE ride_id = 'R0000001'") as { ride_id: string; rideable_type: string; duration_s: number }[];
+  assert.equal(first?.ride_id, 'R0000001');
+  const electric = rows(db, "SELECT count(*) AS n FROM rides WHERE rideable_type = 'electric_bike'") as { n: number }[];
+  assert.deepEqual(rows(db, 'SELECT count(*) AS n FROM electric_rides'), electric);
+});
