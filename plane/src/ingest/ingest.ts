@@ -7,7 +7,7 @@
 // Any other method, path or content type: 404 "404 page not found", as the legacy ingester's router did.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { SluiceError, type JsonValue } from '@sluice/runtime';
-import { headerJson, type CommitResult, type JournalStore } from '../journals/store.ts';
+import { headerJson, type CommitResult, type JournalStore, type JournalTx } from '../journals/store.ts';
 import { DocumentError, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
 
 /** The name under which the ingest response reports the store's header. */
@@ -22,12 +22,17 @@ export class IngestError extends SluiceError {
   }
 }
 
-/** Validates the whole request, then commits it in one transaction. Throws IngestError on bad input. */
-export function ingestDocuments(store: JournalStore, writers: CollectionWriters, body: unknown): CommitResult {
+/** A validated request, ready to append. */
+export interface PreparedIngest {
+  collections: { name: string; docs: PreparedDoc[] }[];
+}
+
+/** Validates every document of a request body; throws IngestError naming collection, index and error. */
+export function prepareIngest(writers: CollectionWriters, body: unknown): PreparedIngest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new IngestError('request body must be a JSON object mapping collection names to arrays of documents');
   }
-  const prepared: { writerName: string; docs: PreparedDoc[] }[] = [];
+  const collections: PreparedIngest['collections'] = [];
   for (const [collection, docs] of Object.entries(body as Record<string, unknown>)) {
     const writer = writers.get(collection);
     if (writer === undefined) throw new IngestError(`fetching specification for "${collection}": not found (no collection of that name in the catalog)`);
@@ -41,15 +46,68 @@ export function ingestDocuments(store: JournalStore, writers: CollectionWriters,
         throw err;
       }
     });
-    prepared.push({ writerName: collection, docs: out });
+    collections.push({ name: collection, docs: out });
   }
-  return store.commit((tx) => {
-    for (const { writerName, docs } of prepared) {
-      const writer = writers.get(writerName);
-      if (writer === undefined) throw new IngestError(`collection "${writerName}" was removed while ingesting`);
-      for (const d of docs) writer.append(tx, d);
+  return { collections };
+}
+
+function appendPrepared(tx: JournalTx, writers: CollectionWriters, prepared: PreparedIngest, touched: Set<string>): void {
+  for (const { name, docs } of prepared.collections) {
+    const writer = writers.get(name);
+    if (writer === undefined) throw new IngestError(`collection "${name}" was removed while ingesting`);
+    for (const d of docs) {
+      writer.append(tx, d);
+      touched.add(d.journal);
     }
-  });
+  }
+}
+
+/** Validates the whole request, then commits it in one transaction. Throws IngestError on bad input. */
+export function ingestDocuments(store: JournalStore, writers: CollectionWriters, body: unknown): CommitResult {
+  const prepared = prepareIngest(writers, body);
+  return store.commit((tx) => appendPrepared(tx, writers, prepared, new Set()));
+}
+
+/**
+ * Group commit: requests validated in the same turn of the event loop are appended in ONE journal
+ * transaction (one fsync), as the legacy ingester let concurrent requests share a commit. Each request
+ * is still all-or-nothing: it is entirely inside the transaction, and a failed transaction fails every
+ * request in it. Each response reports the heads, after that transaction, of the journals it wrote.
+ */
+export class GroupCommitter {
+  readonly #store: () => JournalStore;
+  readonly #writers: () => CollectionWriters;
+  #queue: { prepared: PreparedIngest; resolve: (r: CommitResult) => void; reject: (e: unknown) => void }[] = [];
+
+  constructor(store: () => JournalStore, writers: () => CollectionWriters) {
+    this.#store = store;
+    this.#writers = writers;
+  }
+
+  submit(prepared: PreparedIngest): Promise<CommitResult> {
+    return new Promise((resolve, reject) => {
+      if (this.#queue.push({ prepared, resolve, reject }) === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  #flush(): void {
+    const batch = this.#queue;
+    this.#queue = [];
+    const touched = batch.map(() => new Set<string>());
+    let result: CommitResult;
+    try {
+      const writers = this.#writers();
+      result = this.#store().commit((tx) => batch.forEach((b, i) => appendPrepared(tx, writers, b.prepared, touched[i]!)));
+    } catch (err) {
+      for (const b of batch) b.reject(err);
+      return;
+    }
+    batch.forEach((b, i) => {
+      const offsets: Record<string, number> = {};
+      for (const j of touched[i]!) offsets[j] = result.offsets[j]!;
+      b.resolve({ offsets, header: result.header });
+    });
+  }
 }
 
 export function ingestResponseJson(result: CommitResult): string {
@@ -61,6 +119,7 @@ export function ingestResponseJson(result: CommitResult): string {
  * ingest request, so it can be mounted beside other routes; `notFound` answers those with the 404.
  */
 export function createIngestHandler(deps: { store: () => JournalStore; writers: () => CollectionWriters }) {
+  const committer = new GroupCommitter(deps.store, deps.writers);
   return async function handleIngest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/ingest' || (req.method !== 'PUT' && req.method !== 'POST') || req.headers['content-type'] !== 'application/json') {
@@ -74,7 +133,7 @@ export function createIngestHandler(deps: { store: () => JournalStore; writers: 
       } catch (err) {
         throw new IngestError(`request body is not valid JSON: ${(err as Error).message}`);
       }
-      const result = ingestDocuments(deps.store(), deps.writers(), body);
+      const result = await committer.submit(prepareIngest(deps.writers(), body));
       const json = ingestResponseJson(result);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
       res.end(json);
