@@ -149,3 +149,39 @@ describe('MessageWriter', () => {
     await assert.rejects(new MessageWriter(out).write({ a: 1 }), { message: 'output is closed: cannot write another message' });
   });
 });
+
+describe('MessageWriter: document coalescing', () => {
+  it('buffers documents and writes them before the next message, in order', async () => {
+    const out = new Collector();
+    let writes = 0;
+    const origWrite = out.write.bind(out);
+    out.write = ((chunk: unknown, ...rest: unknown[]) => { writes++; return (origWrite as (...a: unknown[]) => boolean)(chunk, ...rest); }) as typeof out.write;
+    const w = new MessageWriter(out);
+    await w.writeDocument({ captured: { doc: { i: 1 } } });
+    await w.writeDocument({ captured: { doc: { i: 2 } } });
+    assert.equal(out.text, '', 'documents wait in the buffer');
+    await w.write({ checkpoint: {} });
+    assert.deepEqual(out.lines, ['{"captured":{"doc":{"i":1}}}', '{"captured":{"doc":{"i":2}}}', '{"checkpoint":{}}']);
+    assert.equal(writes, 1, 'one stream write for the batch and the checkpoint');
+  });
+  it('flushes buffered documents on the next turn of the event loop', async () => {
+    const out = new Collector();
+    const w = new MessageWriter(out);
+    await w.writeDocument({ loaded: { doc: { a: 1 } } });
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(out.lines, ['{"loaded":{"doc":{"a":1}}}']);
+  });
+  it('writes once the buffer reaches 64 KiB', () => {
+    const out = new Collector();
+    const w = new MessageWriter(out);
+    const doc = { pad: 'x'.repeat(1000) };
+    let n = 0;
+    while (out.text === '') {
+      void w.writeDocument({ captured: { doc } });
+      n++;
+    }
+    const lineLength = JSON.stringify({ captured: { doc } }).length + 1;
+    assert.equal(n, Math.ceil(64 * 1024 / lineLength));
+    assert.equal(out.lines.length, n);
+  });
+});

@@ -216,11 +216,6 @@ async function runSession<Config, Resource>(
   let pendingCheckpoints = 0;
   let readerError: unknown = undefined;
   let readerFailed = false;
-  let failReader: (err: unknown) => void = () => undefined;
-  const readerFailure = new Promise<never>((_, reject) => {
-    failReader = reject;
-  });
-  readerFailure.catch(() => undefined);
 
   await io.writer.write({ opened: explicit ? { explicitAcknowledgements: true } : {} });
 
@@ -250,13 +245,13 @@ async function runSession<Config, Resource>(
       readerError = err;
       acks.fail(err);
       io.controller.abort(err);
-      failReader(err);
     }
   })();
 
-  const stopped = new Promise<'stopped'>((resolve) => {
-    if (io.controller.signal.aborted) resolve('stopped');
-    else io.controller.signal.addEventListener('abort', () => resolve('stopped'), { once: true });
+  // One promise for "stop now": SIGTERM, or a request the session cannot accept (the reader aborts).
+  const interrupted = new Promise<'interrupted'>((resolve) => {
+    if (io.controller.signal.aborted) resolve('interrupted');
+    else io.controller.signal.addEventListener('abort', () => resolve('interrupted'), { once: true });
   });
 
   const iterator = connector.open({
@@ -267,26 +262,37 @@ async function runSession<Config, Resource>(
   })[Symbol.asyncIterator]();
 
   let documentsSinceCheckpoint = 0;
+  const count = bindings.length;
   try {
     while (true) {
       const next = iterator.next();
-      next.catch(() => undefined);
-      const result = await Promise.race([next, stopped, readerFailure]);
-      if (result === 'stopped') {
+      const result = await Promise.race([next, interrupted]);
+      if (result === 'interrupted') {
+        next.catch(() => undefined);
         if (readerFailed) throw readerError;
         io.log.info('capture session stopped', { documentsDiscarded: documentsSinceCheckpoint });
         void Promise.resolve(iterator.return?.()).catch(() => undefined);
         return;
       }
       if (result.done) break;
-      const line = encodeCaptureOutput(result.value, bindings.length);
-      if ('checkpoint' in line) {
-        pendingCheckpoints += explicit ? 1 : 0;
-        documentsSinceCheckpoint = 0;
-      } else if ('captured' in line) {
+      const line = encodeCaptureOutput(result.value, count);
+      let written: Promise<void>;
+      if ('captured' in line) {
         documentsSinceCheckpoint++;
+        written = io.writer.writeDocument(line);
+      } else {
+        if ('checkpoint' in line) {
+          pendingCheckpoints += explicit ? 1 : 0;
+          documentsSinceCheckpoint = 0;
+        }
+        written = io.writer.write(line);
       }
-      await Promise.race([io.writer.write(line), readerFailure]);
+      // Wait only while the output is full (backpressure), and stop waiting if interrupted.
+      if (io.writer.isBlocked) {
+        if (await Promise.race([written, interrupted]) === 'interrupted') continue;
+      } else {
+        await written;
+      }
     }
     if (readerFailed) throw readerError;
     if (documentsSinceCheckpoint > 0) {

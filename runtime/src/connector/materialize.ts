@@ -264,7 +264,7 @@ async function runSession<Config, Resource>(
       if (!loadsOpen) throw new ProtocolError('the transactor called loaded() outside of its load() call (after flushed)');
       const index = checkBindingIndex(binding, count, 'loaded document');
       if (!isPlainObject(doc)) throw new ProtocolError(`loaded document for binding ${index}: doc must be a JSON object`);
-      await io.writer.write({ loaded: index === 0 ? { doc } : { binding: index, doc } });
+      await io.writer.writeDocument({ loaded: index === 0 ? { doc } : { binding: index, doc } });
     };
     const startLoads = (): void => {
       loads = new AsyncQueue<DecodedLoad>();

@@ -153,16 +153,23 @@ function describe(value: JsonValue | undefined): string {
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
+/** Buffered document lines are handed to the stream once they reach this many characters. */
+export const DOCUMENT_BUFFER_CHARS = 64 * 1024;
+
 /**
- * The one writer of a stream. Lines are handed to the stream synchronously in call order, so
- * concurrent producers never interleave; the returned promise resolves at once while the stream has
- * room and otherwise on `drain` — await it to honour backpressure.
+ * The one writer of a stream. Lines are handed to the stream in call order, so concurrent producers
+ * never interleave. Document lines (`writeDocument`) are coalesced into ~64 KiB writes — flushed when
+ * the buffer fills, before any other message, and on the next turn of the event loop — the way Flow's
+ * Go runtime buffers `captured` lines and flushes on everything else. The returned promise resolves
+ * at once while the stream has room and otherwise on `drain`: await it to honour backpressure.
  */
 export class MessageWriter {
   readonly stream: Writable;
   private blocked: Promise<void> | null = null;
   private failure: Error | null = null;
   private rejectBlocked: ((err: Error) => void) | null = null;
+  private buffer = '';
+  private flushScheduled = false;
 
   constructor(stream: Writable) {
     this.stream = stream;
@@ -176,18 +183,48 @@ export class MessageWriter {
     });
   }
 
-  /** Serialises one message as a JSON line. */
+  /** True while the stream is over its high-water mark (writes resolve on drain). */
+  get isBlocked(): boolean {
+    return this.blocked !== null;
+  }
+
+  /** Serialises one message as a JSON line and writes it now (after any buffered documents). */
   write(message: object): Promise<void> {
     return this.writeLine(JSON.stringify(message) + '\n');
   }
 
-  /** Writes one already-serialised line (must end with `\n`). */
+  /** Serialises a document message (`captured`, `loaded`) into the coalescing buffer. */
+  writeDocument(message: object): Promise<void> {
+    if (this.failure) return Promise.reject(this.failure);
+    this.buffer += JSON.stringify(message) + '\n';
+    if (this.buffer.length >= DOCUMENT_BUFFER_CHARS) return this.writeLine('');
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flushSoon);
+    }
+    return this.blocked ?? RESOLVED;
+  }
+
+  private readonly flushSoon = (): void => {
+    this.flushScheduled = false;
+    if (this.buffer !== '' && !this.failure && !this.stream.destroyed && !this.stream.writableEnded) {
+      this.writeLine('').catch(() => undefined);
+    }
+  };
+
+  /** Writes one already-serialised line (must end with `\n`; '' just flushes buffered documents). */
   writeLine(line: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.stream.destroyed || this.stream.writableEnded) {
       return Promise.reject(new ProtocolError('output is closed: cannot write another message'));
     }
-    if (!this.stream.write(line) && this.blocked === null) {
+    let chunk = line;
+    if (this.buffer !== '') {
+      chunk = this.buffer + line;
+      this.buffer = '';
+    }
+    if (chunk === '') return this.blocked ?? RESOLVED;
+    if (!this.stream.write(chunk) && this.blocked === null) {
       this.blocked = new Promise<void>((resolve, reject) => {
         this.rejectBlocked = reject;
         this.stream.once('drain', () => {
@@ -202,10 +239,11 @@ export class MessageWriter {
     return this.blocked ?? RESOLVED;
   }
 
-  /** Resolves once everything written so far has been handed to the underlying resource. */
+  /** Resolves once everything written so far (buffered documents included) has been handed on. */
   flush(): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.stream.destroyed || this.stream.writableEnded) return RESOLVED;
+    if (this.buffer !== '') this.writeLine('').catch(() => undefined);
     return new Promise<void>((resolve, reject) => {
       this.stream.write('', (err) => (err ? reject(err) : resolve()));
     });
