@@ -2,29 +2,20 @@
 // /source-http-file, /materialize-sqlite, /materialize-sqlserver, or the embedded `sqlite` endpoint)
 // runs as a Node process; `local` runs its command; any image runs in a container when a container
 // engine (docker or podman) is configured.
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import {
   ConfigError, ProtocolError, type CaptureRequest, type CaptureResponse, type ConnectorType, type JsonObject,
   type MaterializeRequest, type MaterializeResponse,
 } from '@sluice/runtime';
+import type { ConnectorTarget } from '@sluice/runtime/host';
 import type { EndpointRef } from '../catalog/types.ts';
-import { spawnSession } from './process-session.ts';
+import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector, builtinForImage, isInstalled, type BuiltinConnector } from '../registry.ts';
+import { hostSession } from './host-session.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
-
-export const BUILT_IN_CONNECTORS = ['source-http-file', 'materialize-sqlite', 'materialize-sqlserver'] as const;
-const REPO_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 export interface LauncherOptions {
   containerEngine?: 'docker' | 'podman';
   /** Extra environment for every connector (e.g. LOG_LEVEL). */
   env?: Record<string, string>;
-}
-
-/** `ghcr.io/estuary/materialize-sqlite:v1` → `materialize-sqlite`, if built in. */
-export function builtInName(image: string): string | undefined {
-  const base = image.replace(/@sha256:[0-9a-f]+$/, '').replace(/:[^/:]+$/, '').split('/').pop() ?? '';
-  return (BUILT_IN_CONNECTORS as readonly string[]).includes(base) ? base : undefined;
 }
 
 export function connectorTypeOf(endpoint: EndpointRef): ConnectorType {
@@ -35,10 +26,10 @@ export function endpointConfig(endpoint: EndpointRef): JsonObject {
   return endpoint.kind === 'sqlite' ? { path: endpoint.config.path } : endpoint.config;
 }
 
-function builtInCommand(name: string): string[] {
-  const bin = `${REPO_ROOT}node_modules/@sluice/${name}/bin/${name}.ts`;
-  if (!existsSync(bin)) throw new ConfigError(`built-in connector ${name} is not installed (expected ${bin}); run npm ci`);
-  return [process.execPath, bin];
+function processOf(connector: BuiltinConnector, env: Record<string, string>): ConnectorTarget {
+  if (!isInstalled(connector)) throw new ConfigError(`built-in connector ${connector.name} is not installed (expected ${connector.bin}); run npm ci`);
+  const { command, args } = builtinCommand(connector);
+  return { command, args, env };
 }
 
 export class Launcher {
@@ -47,28 +38,30 @@ export class Launcher {
     this.options = options;
   }
 
-  command(endpoint: EndpointRef, task: string): { command: string[]; env: Record<string, string> } {
+  /** How the endpoint's connector runs: a built-in bin, a local command, or a container image. */
+  target(endpoint: EndpointRef, task: string): ConnectorTarget {
     const env = { ...this.options.env };
-    if (endpoint.kind === 'sqlite') return { command: builtInCommand('materialize-sqlite'), env };
-    if (endpoint.kind === 'local') return { command: endpoint.command, env: { ...env, ...endpoint.env } };
+    if (endpoint.kind === 'sqlite') return processOf(builtinConnector('materialize-sqlite')!, env);
+    if (endpoint.kind === 'local') {
+      const [command, ...args] = endpoint.command;
+      if (command === undefined) throw new ConfigError(`${task}: endpoint.local.command is empty`);
+      return { command, args, env: { ...env, ...endpoint.env } };
+    }
     const engine = this.options.containerEngine;
-    if (engine !== undefined) {
-      const envArgs = Object.entries(env).flatMap(([k, v]) => ['-e', `${k}=${v}`]);
-      return { command: [engine, 'run', '--rm', '-i', '--network', 'host', '-e', 'FLOW_RUNTIME_CODEC=json', ...envArgs, endpoint.image], env: {} };
+    if (engine !== undefined) return { engine, image: endpoint.image, env };
+    const builtin = builtinForImage(endpoint.image);
+    if (builtin === undefined) {
+      throw new ConfigError(`${task}: image ${endpoint.image} is not a built-in connector (${BUILTIN_CONNECTORS.map((c) => c.name).join(', ')}); run with --container-engine docker|podman to run it in a container`);
     }
-    const name = builtInName(endpoint.image);
-    if (name === undefined) {
-      throw new ConfigError(`${task}: image ${endpoint.image} is not a built-in connector (${BUILT_IN_CONNECTORS.join(', ')}); run with --container-engine docker|podman to run it in a container`);
-    }
-    return { command: builtInCommand(name), env };
+    return processOf(builtin, env);
   }
 
   capture(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<CaptureRequest, CaptureResponse> {
-    return spawnSession({ ...this.command(endpoint, task), name: task }, hooks);
+    return hostSession(this.target(endpoint, task), 'capture', task, hooks);
   }
 
   materialize(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<MaterializeRequest, MaterializeResponse> {
-    return spawnSession({ ...this.command(endpoint, task), name: task }, hooks);
+    return hostSession(this.target(endpoint, task), 'materialize', task, hooks);
   }
 }
 
