@@ -13,9 +13,7 @@ export interface ServedFile {
 export async function serveFile(opts: { body: Buffer; path: string; contentType: string; lastModified: Date; host?: string; port?: number }): Promise<ServedFile> {
   const etag = `"${createHash('sha256').update(opts.body).digest('hex').slice(0, 16)}"`;
   const lastModified = opts.lastModified.toUTCString();
-  // requireHostHeader: false — see docs/architecture.md, "Local plane": source-http-file currently sends
-  // requests without a Host header, which Node's server would answer with 400.
-  const server = createServer({ requireHostHeader: false }, (req, res) => {
+  const server = createServer((req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== opts.path) {
       res.writeHead(404, { 'content-type': 'text/plain' });
