@@ -27,8 +27,15 @@ export function reviewStatements(input: ReviewInput): string {
   const collation = input.collation ?? FALLBACK_COLLATION;
   const dialect = createSqlServerDialect({ collation, flags: parseFeatureFlags(config.advanced?.feature_flags) });
   const t = dialect.templates;
+  const notes: string[] = [];
   const tables: Table[] = input.bindings.map((b) => {
-    const path = b.spec.resourcePath !== undefined && b.spec.resourcePath.length > 0 ? b.spec.resourcePath : resourcePath(b.resource, config);
+    // Like apply and open: the spec's resource path (what Validate returned) when present.
+    const own = resourcePath(b.resource, config);
+    const given = b.spec.resourcePath;
+    const path = given !== undefined && given.length > 0 ? given : own;
+    if (path.join('\u0000') !== own.join('\u0000')) {
+      notes.push(`-- Note: binding ${b.index}'s resourcePath ${JSON.stringify(path)} differs from the path its resource config gives (${JSON.stringify(own)}); the connector uses the spec's resourcePath, as below.`);
+    }
     return buildTable(dialect, b.index, path, { ...b.spec, deltaUpdates: b.spec.deltaUpdates ?? b.resource.delta_updates === true });
   });
   const ckpt = checkpointsTablePath(config.schema);
@@ -73,6 +80,7 @@ export function reviewStatements(input: ReviewInput): string {
     `-- materialize-sqlserver offline review for ${name}: nothing was executed and no connection was made.`,
     `-- Database ${config.database} at ${config.address}, user ${config.user}${config.schema === undefined ? '' : `, schema ${config.schema}`}${config.hardDelete === true ? ', hard deletes' : ''}.`,
   ];
+  out.push(...notes);
   for (const [title, stmts] of sections) {
     out.push('', `-- ${title}`);
     out.push(...stmts);

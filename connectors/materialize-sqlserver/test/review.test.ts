@@ -7,7 +7,7 @@ import { join } from 'node:path';
 
 import { FIXTURE } from './fixture.ts';
 import { matchSnapshot } from './snapshot.ts';
-import { assertTsql, grammarReady } from './tsql-grammar.ts';
+import { assertTsql, grammarReady, statementsOf } from './tsql-grammar.ts';
 
 const BIN = join(import.meta.dirname, '..', 'bin', 'materialize-sqlserver.ts');
 
@@ -21,19 +21,6 @@ function runBin(request: object): Promise<{ code: number | null; stdout: string;
     child.on('close', (code) => resolve({ code, stdout, stderr }));
     child.stdin.end(`${JSON.stringify(request)}\n`);
   });
-}
-
-/** Split a review script into statements: comment lines skipped, a statement ends with a line ending in `;`. */
-export function statementsOf(script: string): string[] {
-  const out: string[] = [];
-  let cur: string[] = [];
-  for (const line of script.split('\n')) {
-    if (cur.length === 0 && (line.startsWith('--') || line.trim() === '')) continue;
-    cur.push(line);
-    if (line.endsWith(';')) { out.push(cur.join('\n')); cur = []; }
-  }
-  assert.deepEqual(cur, [], 'the script ends with a complete statement');
-  return out;
 }
 
 const unresolvable = { ...FIXTURE, config: { ...FIXTURE.config, address: 'sqlserver.invalid' } };

@@ -58,3 +58,16 @@ export function assertTsql(sql: string): ParseMode {
   if (inner !== null) parseOne(`${inner[1]!.replaceAll("''", "'")};`);
   return 'whole';
 }
+
+/** Split a review script into statements: comment lines skipped, a statement ends with a line ending in `;`. */
+export function statementsOf(script: string): string[] {
+  const out: string[] = [];
+  let cur: string[] = [];
+  for (const line of script.split('\n')) {
+    if (cur.length === 0 && (line.startsWith('--') || line.trim() === '')) continue;
+    cur.push(line);
+    if (line.endsWith(';')) { out.push(cur.join('\n')); cur = []; }
+  }
+  if (cur.length > 0) throw new Error(`the script ends with an incomplete statement:\n${cur.join('\n')}`);
+  return out;
+}

@@ -1,5 +1,6 @@
 -- materialize-sqlserver offline review for acmeCo/materialize-sqlserver: nothing was executed and no connection was made.
 -- Database analytics at sqlserver.invalid, user flow, schema dbo, hard deletes.
+-- Note: binding 2's resourcePath ["order"] differs from the path its resource config gives (["dbo","order"]); the connector uses the spec's resourcePath, as below.
 
 -- Apply: schemas, the checkpoints table and every table, as for a new database (an existing table only gets the ADD/ALTER COLUMN statements it needs). Strings use collation Latin1_General_100_BIN2_UTF8
 IF SCHEMA_ID(N'dbo') IS NULL
