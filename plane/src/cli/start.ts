@@ -43,6 +43,12 @@ function electricRides(db: string): number {
   }
 }
 
+/** A path relative to the working directory when it is below it, else absolute. */
+function shown(p: string): string {
+  const rel = relative(process.cwd(), p);
+  return rel === '' ? '.' : rel.startsWith('..') ? p : rel;
+}
+
 const fmt = (n: number) => n.toLocaleString('en-US');
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
 
@@ -120,7 +126,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       const secs = (Date.now() - started) / 1000;
       const journals = running.plane.store.journals('quickstart/rides');
       const electric = tableCount(db, 'electric_rides');
-      const rel = relative(process.cwd(), db) || db;
+      const rel = shown(db);
       const sampleDoc = JSON.stringify({ 'quickstart/rides': [{ ride_id: 'R9999999', rideable_type: 'electric_bike', started_at: '2024-06-01T08:00:00Z', ended_at: '2024-06-01T08:20:00Z', start_station: 'Grand Army Plaza', end_station: 'W 21 St & 6 Ave', member: 'true', duration_s: '1200', distance_km: '5.10', fare_usd: '0.00' }] });
       const apiBase = running.apiUrl.replace(/\/api\/v1$/, '');
       out(`  done     ${fmt(rows)} rows captured into ${journals.length} journals and materialized in ${secs.toFixed(1)} s\n`);
@@ -130,9 +136,9 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       out(`  sqlite3 ${rel} "SELECT rideable_type, count(*), round(avg(duration_s)) FROM rides GROUP BY 1"\n`);
       out(`  curl -s -X POST ${running.ingestUrl} -H 'Content-Type: application/json' \\\n    -d '${sampleDoc}'\n`);
       out(`  sqlite3 ${rel} "SELECT ride_id, duration_s FROM electric_rides WHERE ride_id = 'R9999999'"   # a moment later\n`);
-      out(`  npx sluice token create --data-dir ${relative(process.cwd(), dataDir) || '.'} --port ${new URL(apiBase).port}   # then exchange it for an access token\n`);
+      out(`  npx sluice token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # then exchange it for an access token\n`);
       out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $ACCESS_TOKEN"\n`);
-      out(`  edit ${relative(process.cwd(), catalogFile)} and save: the plane republishes it\n`);
+      out(`  edit ${shown(catalogFile)} and save: the plane republishes it\n`);
       if (values.exit) return 0;
       out('\nPress Ctrl-C to stop.\n');
       await new Promise<void>((done) => {
