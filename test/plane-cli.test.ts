@@ -175,3 +175,29 @@ test('start: the quickstart captures a gzipped CSV over HTTP into journals and m
   const electric = rows(db, "SELECT count(*) AS n FROM rides WHERE rideable_type = 'electric_bike'") as { n: number }[];
   assert.deepEqual(rows(db, 'SELECT count(*) AS n FROM electric_rides'), electric);
 });
+
+test('sluice serve (the process): republishes on SIGHUP, stops cleanly on SIGTERM', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'flow.yaml'), catalog());
+  const { spawn } = await import('node:child_process');
+  const bin = fileURLToPath(new URL('../plane/bin/sluice.ts', import.meta.url));
+  const child = spawn(process.execPath, [bin, 'serve', '--catalog', join(dir, 'flow.yaml'), '--port', '0', '--ingest-port', '0', '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  const until = async (what: string, test: () => boolean) => {
+    for (let i = 0; i < 300 && !test(); i++) await new Promise((r) => setTimeout(r, 50));
+    assert.ok(test(), `${what}; stderr:\n${err}`);
+  };
+  await until('serving', () => err.includes('ingester: http://'));
+  const ingestUrl = /ingester: (http:\/\/\S+)/.exec(err)![1]!;
+  const res = await fetch(ingestUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ 'acmeCo/greetings': [{ id: 'q', greeting: 'x', n: 1 }] }) });
+  assert.equal(res.status, 200);
+  const publications = () => (err.match(/ publication [0-9a-f]{16}: /g) ?? []).length;
+  assert.equal(publications(), 1);
+  child.kill('SIGHUP');
+  await until('a second publication', () => publications() === 2);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0);
+});
