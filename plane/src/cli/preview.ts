@@ -106,6 +106,11 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
         if (values['output-apply']) out(JSON.stringify(['applied.actionDescription', action]));
         const validators = new SchemaValidators();
         const uuids = new UuidProducer();
+        // On a terminal, progress goes to stderr (stdout carries the documents).
+        const progress = process.stderr.isTTY === true;
+        const started = Date.now();
+        let docsSeen = 0;
+        let bytesSeen = 0;
         for (let s = 0; s < sessions; s++) {
           const ac = new AbortController();
           const timer = timeoutS > 0 ? setTimeout(() => ac.abort(), timeoutS * 1000) : undefined;
@@ -122,12 +127,18 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
                   out(JSON.stringify([d.collection, doc]));
                 }
                 if (values['output-state'] && info.state) out(JSON.stringify(['connectorState', info.state]));
+                if (progress) {
+                  for (const b of info.perBinding) { docsSeen += b.docs; bytesSeen += b.bytes; }
+                  const secs = Math.max((Date.now() - started) / 1000, 0.001);
+                  process.stderr.write(`\r  session ${s + 1}/${sessions}: ${docsSeen.toLocaleString('en-US')} documents, ${(bytesSeen / 1024 / 1024).toFixed(1)} MB, ${Math.round(docsSeen / secs).toLocaleString('en-US')} docs/s `);
+                }
               },
             });
           } finally {
             if (timer) clearTimeout(timer);
           }
         }
+        if (progress && docsSeen > 0) process.stderr.write('\n');
         return 0;
       }
 
