@@ -186,6 +186,18 @@ describe('serveMaterialize: transactions', () => {
     const { error } = await serve(serveMaterialize, lazy, [open(), { acknowledge: {} }, { load: { keyPacked: key1 } }, { flush: {} }]);
     assert.equal(error?.message, "the transactor's load() returned without reading every load (1 left)");
   });
+  it('a transactor whose load() returns early does not block the reader, even past the queue capacity', async () => {
+    const lazy = { ...anyMat, async open() { return { opened: {}, transactor: { async acknowledge() {}, async load() {}, async store() {}, async startCommit() {} } as Transactor }; } };
+    const loads = Array.from({ length: 2000 }, (_, i) => ({ load: { keyPacked: packTupleBase64([i]) } }));
+    const { error } = await serve(serveMaterialize, lazy, [open(), { acknowledge: {} }, ...loads, { flush: {} }]);
+    assert.equal(error?.message, "the transactor's load() returned without reading every load (2000 left)");
+  });
+  it('a transactor that breaks out of its store loop is caught', async () => {
+    const breaking = { ...anyMat, async open() { return { opened: {}, transactor: { async acknowledge() {}, async load(it: AsyncIterable<DecodedLoad>) { for await (const _ of it); }, async store(it: AsyncIterable<DecodedStore>) { for await (const _ of it) break; }, async startCommit() {} } as Transactor }; } };
+    const stores = Array.from({ length: 3 }, (_, i) => ({ store: { keyPacked: packTupleBase64([i]) } }));
+    const { error } = await serve(serveMaterialize, breaking, [open(), { acknowledge: {} }, { flush: {} }, ...stores, { startCommit: {} }]);
+    assert.equal(error?.message, "the transactor's store() returned without reading every store (2 left)");
+  });
   it('loaded() for an out-of-range binding is a ProtocolError', async () => {
     const bad = { ...anyMat, async open() { return { opened: {}, transactor: { async acknowledge() {}, async load(it: AsyncIterable<DecodedLoad>, loaded: (b: number, d: object) => Promise<void>) { for await (const _ of it) await loaded(5, {}); }, async store() {}, async startCommit() {} } as Transactor }; } };
     const { error } = await serve(serveMaterialize, bad, [open(), { acknowledge: {} }, { load: { keyPacked: key1 } }, { flush: {} }]);

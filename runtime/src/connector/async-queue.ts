@@ -10,6 +10,8 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   private consumerWaiter: (() => void) | null = null;
   private spaceWaiters: (() => void)[] = [];
   private iterating = false;
+  private abandoned = false;
+  private dropped = 0;
 
   constructor(capacity = 1024) {
     this.capacity = capacity;
@@ -24,8 +26,28 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     return this.ended;
   }
 
+  /** Items the consumer never read: still queued, or dropped after it abandoned the queue. */
+  get unread(): number {
+    return this.items.length + this.dropped;
+  }
+
+  /** The consumer is gone: drop queued and future items (counting them) and unblock producers. */
+  abandon(): void {
+    if (this.abandoned) return;
+    this.abandoned = true;
+    this.dropped += this.items.length;
+    this.items.length = 0;
+    const waiters = this.spaceWaiters;
+    this.spaceWaiters = [];
+    for (const w of waiters) w();
+  }
+
   push(item: T): Promise<void> {
     if (this.ended) throw new Error('AsyncQueue: push after end');
+    if (this.abandoned) {
+      this.dropped++;
+      return Promise.resolve();
+    }
     this.items.push(item);
     this.wakeConsumer();
     if (this.items.length < this.capacity) return Promise.resolve();
@@ -57,23 +79,30 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     for (const w of waiters) w();
   }
 
-  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+  /** A hand-written iterator: an item that is already queued costs no extra promise hops. */
+  [Symbol.asyncIterator](): AsyncIterator<T> {
     if (this.iterating) throw new Error('AsyncQueue: only one consumer may iterate');
     this.iterating = true;
-    while (true) {
+    const next = (): Promise<IteratorResult<T>> => {
       if (this.items.length > 0) {
-        const item = this.items.shift()!;
+        const value = this.items.shift()!;
         this.wakeProducers();
-        yield item;
-        continue;
+        return Promise.resolve({ value, done: false });
       }
       if (this.ended) {
-        if (this.failed) throw this.failure;
-        return;
+        return this.failed ? Promise.reject(this.failure) : Promise.resolve({ value: undefined, done: true });
       }
-      await new Promise<void>((resolve) => {
+      return new Promise<void>((resolve) => {
         this.consumerWaiter = resolve;
-      });
-    }
+      }).then(next);
+    };
+    return {
+      next,
+      return: (): Promise<IteratorResult<T>> => {
+        // The consumer stopped early (break): what it will never read is dropped and counted.
+        this.abandon();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
   }
 }

@@ -11,7 +11,7 @@ import type { CaptureSpec, ConnectorState, JsonObject, JsonValue } from '../prot
 import { AsyncQueue } from './async-queue.ts';
 import { ConfigValidator, resolvePointer } from './config.ts';
 import {
-  type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
+  INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,
 } from './session.ts';
 import type { CaptureBinding, CaptureConnector, CaptureOutput } from './types.ts';
@@ -248,11 +248,10 @@ async function runSession<Config, Resource>(
     }
   })();
 
-  // One promise for "stop now": SIGTERM, or a request the session cannot accept (the reader aborts).
-  const interrupted = new Promise<'interrupted'>((resolve) => {
-    if (io.controller.signal.aborted) resolve('interrupted');
-    else io.controller.signal.addEventListener('abort', () => resolve('interrupted'), { once: true });
-  });
+  // "Stop now": SIGTERM, or a request the session cannot accept (the reader aborts).
+  const interrupt = new Tripwire();
+  if (io.controller.signal.aborted) interrupt.trip();
+  else io.controller.signal.addEventListener('abort', () => interrupt.trip(), { once: true });
 
   const iterator = connector.open({
     config, log: io.log, signal: io.controller.signal, capture, bindings,
@@ -265,10 +264,8 @@ async function runSession<Config, Resource>(
   const count = bindings.length;
   try {
     while (true) {
-      const next = iterator.next();
-      const result = await Promise.race([next, interrupted]);
-      if (result === 'interrupted') {
-        next.catch(() => undefined);
+      const result = await interrupt.race(iterator.next());
+      if (result === INTERRUPTED) {
         if (readerFailed) throw readerError;
         io.log.info('capture session stopped', { documentsDiscarded: documentsSinceCheckpoint });
         void Promise.resolve(iterator.return?.()).catch(() => undefined);
@@ -289,7 +286,7 @@ async function runSession<Config, Resource>(
       }
       // Wait only while the output is full (backpressure), and stop waiting if interrupted.
       if (io.writer.isBlocked) {
-        if (await Promise.race([written, interrupted]) === 'interrupted') continue;
+        if (await interrupt.race(written) === INTERRUPTED) continue;
       } else {
         await written;
       }

@@ -14,7 +14,7 @@ import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConfigValidator } from './config.ts';
 import {
-  FailureLatch, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped,
+  Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped,
   openSessionIO, unexpectedEof, unexpectedRequest,
 } from './session.ts';
 import type { DecodedLoad, DecodedStore, MaterializeBinding, MaterializeConnector, Transactor } from './types.ts';
@@ -249,7 +249,7 @@ async function runSession<Config, Resource>(
     config, log: io.log, signal: io.controller.signal, materialization, bindings,
     range: req.range ?? {}, version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {},
   });
-  const failure = new FailureLatch();
+  const failure = new Tripwire();
   try {
     await io.writer.write({ opened: encodeOpened(opened) });
     let phase: Phase = 'awaitingAcknowledge';
@@ -269,15 +269,20 @@ async function runSession<Config, Resource>(
     const startLoads = (): void => {
       loads = new AsyncQueue<DecodedLoad>();
       loadsOpen = true;
-      loading = failure.watch(transactor.load(loads, loaded));
+      const queue = loads;
+      loading = failure.watch(transactor.load(queue, loaded));
+      // A load() that returns early must not leave the reader blocked on a full queue.
+      loading.then(() => queue.abandon(), () => undefined);
     };
     const startStores = (): void => {
       stores = new AsyncQueue<DecodedStore>();
-      storing = failure.watch(transactor.store(stores));
+      const queue = stores;
+      storing = failure.watch(transactor.store(queue));
+      storing.then(() => queue.abandon(), () => undefined);
     };
 
     while (true) {
-      const request = await failure.race(io.requests.next());
+      const request = await failure.must(io.requests.next());
       if (isStopped(request)) {
         io.log.info('materialize session stopped', { phase: PHASE_TEXT[phase] });
         return;
@@ -291,31 +296,31 @@ async function runSession<Config, Resource>(
       }
       const v = request.variant;
       if (phase === 'awaitingAcknowledge' && v === 'acknowledge') {
-        const result = await failure.race(transactor.acknowledge());
+        const result = await failure.must(transactor.acknowledge());
         await io.writer.write({ acknowledged: encodeState(result) });
         phase = 'acknowledged';
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'load') {
         if (phase === 'acknowledged') startLoads();
         phase = 'loading';
-        await failure.race(loads!.push(decodeLoad(request, count)));
+        await failure.must(loads!.push(decodeLoad(request, count)));
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'flush') {
         if (phase === 'acknowledged') startLoads();
         loads!.end();
-        await failure.race(loading!);
+        await failure.must(loading!);
         loadsOpen = false;
-        if (loads!.size > 0) throw new ProtocolError(`the transactor's load() returned without reading every load (${loads!.size} left)`);
+        if (loads!.unread > 0) throw new ProtocolError(`the transactor's load() returned without reading every load (${loads!.unread} left)`);
         await io.writer.write({ flushed: {} });
         phase = 'storing';
       } else if (phase === 'storing' && v === 'store') {
         if (stores === null) startStores();
-        await failure.race(stores!.push(decodeStore(request, count)));
+        await failure.must(stores!.push(decodeStore(request, count)));
       } else if (phase === 'storing' && v === 'startCommit') {
         if (stores === null) startStores();
         stores!.end();
-        await failure.race(storing!);
-        if (stores!.size > 0) throw new ProtocolError(`the transactor's store() returned without reading every store (${stores!.size} left)`);
+        await failure.must(storing!);
+        if (stores!.unread > 0) throw new ProtocolError(`the transactor's store() returned without reading every store (${stores!.unread} left)`);
         const checkpoint = request.body['runtimeCheckpoint'];
-        const result = await failure.race(transactor.startCommit(isPlainObject(checkpoint) ? checkpoint : {}));
+        const result = await failure.must(transactor.startCommit(isPlainObject(checkpoint) ? checkpoint : {}));
         await io.writer.write({ startedCommit: encodeState(result) });
         stores = null;
         storing = null;

@@ -26,26 +26,22 @@ export type Stopped = typeof STOPPED;
 /** Reads request envelopes one at a time; resolves STOPPED if the stop signal fires first. */
 export class RequestReader {
   private readonly iterator: AsyncIterator<Envelope>;
-  private readonly stop: Promise<Stopped>;
+  private readonly stop = new Tripwire();
   private closed = false;
   readonly variants: readonly string[];
 
   constructor(source: ByteSource, variants: readonly string[], signal: AbortSignal) {
     this.variants = variants;
     this.iterator = readEnvelopes(source, variants, 'request', { name: 'stdin' })[Symbol.asyncIterator]();
-    this.stop = new Promise<Stopped>((resolve) => {
-      if (signal.aborted) resolve(STOPPED);
-      else signal.addEventListener('abort', () => resolve(STOPPED), { once: true });
-    });
+    if (signal.aborted) this.stop.trip();
+    else signal.addEventListener('abort', () => this.stop.trip(), { once: true });
   }
 
   /** The next request, null at end of input, or STOPPED. */
   async next(): Promise<Envelope | null | Stopped> {
     if (this.closed) return null;
-    const next = this.iterator.next();
-    next.catch(() => undefined); // if the stop wins, a later read error is not ours to report
-    const result = await Promise.race([next, this.stop]);
-    if (result === STOPPED) return STOPPED;
+    const result = await this.stop.race(this.iterator.next());
+    if (result === INTERRUPTED) return STOPPED;
     return result.done ? null : result.value;
   }
 
@@ -118,28 +114,78 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
 }
 
-/** Rejects with the first failure reported; used to race background work against the main loop. */
-export class FailureLatch {
-  readonly promise: Promise<never>;
-  private rejectFn!: (err: unknown) => void;
-  failed = false;
-  constructor() {
-    this.promise = new Promise<never>((_, reject) => {
-      this.rejectFn = reject;
-    });
-    this.promise.catch(() => undefined);
+export const INTERRUPTED = Symbol('interrupted');
+export type Interrupted = typeof INTERRUPTED;
+
+/**
+ * Races per-message promises against a one-time event (stop or failure) without leaving a reaction on
+ * a long-lived promise for every message (Promise.race against a never-settling promise leaks one
+ * reaction per call). `trip()` makes pending and later races resolve INTERRUPTED; `fail(err)` makes
+ * them reject with err.
+ */
+export class Tripwire {
+  private readonly waiters = new Set<() => void>();
+  private state: 'armed' | 'tripped' | 'failed' = 'armed';
+  private error: unknown = undefined;
+
+  get tripped(): boolean {
+    return this.state !== 'armed';
   }
+
+  trip(): void {
+    if (this.state !== 'armed') return;
+    this.state = 'tripped';
+    this.wake();
+  }
+
   fail(err: unknown): void {
-    if (this.failed) return;
-    this.failed = true;
-    this.rejectFn(err);
+    if (this.state === 'failed') return;
+    this.state = 'failed';
+    this.error = err;
+    this.wake();
   }
-  /** Watches a background promise: its rejection fails the latch. */
+
+  private wake(): void {
+    const waiters = [...this.waiters];
+    this.waiters.clear();
+    for (const w of waiters) w();
+  }
+
+  /** Watches a background promise: its rejection fails the tripwire. */
   watch<T>(promise: Promise<T>): Promise<T> {
     promise.catch((err: unknown) => this.fail(err));
     return promise;
   }
-  race<T>(promise: Promise<T>): Promise<T> {
-    return Promise.race([promise, this.promise]);
+
+  race<T>(promise: Promise<T>): Promise<T | Interrupted> {
+    if (this.state !== 'armed') {
+      promise.catch(() => undefined);
+      return this.state === 'failed' ? Promise.reject(this.error) : Promise.resolve(INTERRUPTED);
+    }
+    return new Promise<T | Interrupted>((resolve, reject) => {
+      const waiter = (): void => {
+        promise.catch(() => undefined);
+        if (this.state === 'failed') reject(this.error);
+        else resolve(INTERRUPTED);
+      };
+      this.waiters.add(waiter);
+      promise.then(
+        (value) => {
+          this.waiters.delete(waiter);
+          resolve(value);
+        },
+        (err: unknown) => {
+          this.waiters.delete(waiter);
+          reject(err);
+        },
+      );
+    });
+  }
+
+  /** race(), for promises that only end by failure: an INTERRUPTED result is a bug. */
+  async must<T>(promise: Promise<T>): Promise<T> {
+    const result = await this.race(promise);
+    if (result === INTERRUPTED) throw new Error('interrupted without an error');
+    return result as T;
   }
 }

@@ -26,19 +26,26 @@ const TRUE = 0x27;
 const UUID = 0x30;
 
 const utf8 = new TextEncoder();
+const SCRATCH = new Uint8Array(8);
+const SCRATCH_VIEW = new DataView(SCRATCH.buffer);
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
 /** A growable byte buffer. */
 class ByteSink {
-  buf = new Uint8Array(64);
+  buf = Buffer.allocUnsafe(128);
   len = 0;
   private ensure(extra: number): void {
     if (this.len + extra <= this.buf.length) return;
     let size = this.buf.length * 2;
     while (size < this.len + extra) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.len));
+    const next = Buffer.allocUnsafe(size);
+    this.buf.copy(next, 0, 0, this.len);
     this.buf = next;
+  }
+  /** Writes a string's UTF-8 bytes (the caller knows it has no NUL). */
+  pushUtf8(text: string): void {
+    this.ensure(text.length * 3);
+    this.len += this.buf.write(text, this.len, 'utf8');
   }
   push(b: number): void {
     this.ensure(1);
@@ -50,12 +57,20 @@ class ByteSink {
     this.len += bytes.length;
   }
   result(): Uint8Array {
-    return this.buf.slice(0, this.len);
+    return Uint8Array.prototype.slice.call(this.buf, 0, this.len);
+  }
+  toBase64(): string {
+    return this.buf.toString('base64', 0, this.len);
   }
 }
 
 /** Writes bytes with every 0x00 escaped as 0x00 0xFF, then the 0x00 terminator. */
 function pushEscaped(out: ByteSink, bytes: Uint8Array): void {
+  if (bytes.indexOf(0x00) === -1) {
+    out.pushAll(bytes);
+    out.push(0x00);
+    return;
+  }
   for (const b of bytes) {
     out.push(b);
     if (b === 0x00) out.push(0xff);
@@ -100,6 +115,25 @@ function pushInt(out: ByteSink, n: bigint): void {
   }
 }
 
+/** pushInt for safe integers, without BigInt. */
+function pushSafeInt(out: ByteSink, n: number): void {
+  if (n === 0) {
+    out.push(INT_ZERO);
+    return;
+  }
+  const magnitude = Math.abs(n);
+  let len = 0;
+  for (let m = magnitude; m > 0; m = Math.floor(m / 256)) len++;
+  out.push(n > 0 ? INT_ZERO + len : INT_ZERO - len);
+  const flip = n > 0 ? 0 : 0xff;
+  let div = 1;
+  for (let i = 1; i < len; i++) div *= 256;
+  for (let i = 0; i < len; i++) {
+    out.push((Math.floor(magnitude / div) % 256) ^ flip);
+    div /= 256;
+  }
+}
+
 function pushDouble(out: ByteSink, value: number): void {
   const bytes = new Uint8Array(8);
   new DataView(bytes.buffer).setFloat64(0, value, false);
@@ -125,11 +159,17 @@ function pushElement(out: ByteSink, value: TupleValue, nested: boolean): void {
     out.push(value ? TRUE : FALSE);
   } else if (typeof value === 'string') {
     out.push(STRING);
-    pushEscaped(out, utf8.encode(value));
+    if (value.includes('\u0000')) {
+      pushEscaped(out, utf8.encode(value));
+    } else {
+      out.pushUtf8(value);
+      out.push(0x00);
+    }
   } else if (typeof value === 'bigint') {
     pushInt(out, value);
   } else if (typeof value === 'number') {
-    if (Number.isInteger(value)) pushInt(out, BigInt(value));
+    if (Number.isSafeInteger(value)) pushSafeInt(out, value);
+    else if (Number.isInteger(value)) pushInt(out, BigInt(value));
     else pushDouble(out, value);
   } else if (value instanceof Uint8Array) {
     out.push(BYTES);
@@ -156,7 +196,9 @@ export function packTuple(values: readonly TupleValue[]): Uint8Array {
 
 /** packTuple, base64-encoded as in `keyPacked` / `valuesPacked`. */
 export function packTupleBase64(values: readonly TupleValue[]): string {
-  return Buffer.from(packTuple(values)).toString('base64');
+  const out = new ByteSink();
+  for (const value of values) pushElement(out, value, false);
+  return out.toBase64();
 }
 
 function tupleError(message: string, offset: number): ProtocolError {
@@ -177,28 +219,53 @@ class Reader {
     this.pos += n;
     return out;
   }
-  /** Reads an escaped, 0x00-terminated byte string. */
+  /** Reads an escaped, 0x00-terminated byte string (a view when nothing was escaped). */
   escaped(what: string): Uint8Array {
     const start = this.pos;
-    const out: number[] = [];
-    while (true) {
-      if (this.pos >= this.bytes.length) throw tupleError(`unterminated ${what}`, start);
-      const b = this.bytes[this.pos++]!;
-      if (b !== 0x00) {
-        out.push(b);
-      } else if (this.bytes[this.pos] === 0xff) {
-        out.push(0x00);
-        this.pos++;
-      } else {
-        return Uint8Array.from(out);
-      }
+    const bytes = this.bytes;
+    let end = bytes.indexOf(0x00, start);
+    if (end === -1) throw tupleError(`unterminated ${what}`, start);
+    if (bytes[end + 1] !== 0xff) {
+      this.pos = end + 1;
+      return bytes.subarray(start, end);
     }
+    // Escaped NULs (0x00 0xFF): copy the pieces between them.
+    const parts: Uint8Array[] = [];
+    let from = start;
+    while (bytes[end + 1] === 0xff) {
+      parts.push(bytes.subarray(from, end + 1));
+      from = end + 2;
+      end = bytes.indexOf(0x00, from);
+      if (end === -1) throw tupleError(`unterminated ${what}`, start);
+    }
+    parts.push(bytes.subarray(from, end));
+    this.pos = end + 1;
+    return Buffer.concat(parts);
   }
 }
 
 function bytesToBigInt(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n;
   return BigInt('0x' + Buffer.from(bytes).toString('hex'));
+}
+
+/** Big-endian unsigned integer of up to 8 bytes: a number while it is a safe integer, else BigInt. */
+function readUnsigned(bytes: Uint8Array): number | bigint {
+  const len = bytes.length;
+  if (len <= 6) {
+    let n = 0;
+    for (let i = 0; i < len; i++) n = n * 256 + bytes[i]!;
+    return n;
+  }
+  let hi = 0;
+  for (let i = 0; i < len - 4; i++) hi = hi * 256 + bytes[i]!;
+  const lo = ((bytes[len - 4]! << 24) >>> 0) + (bytes[len - 3]! << 16) + (bytes[len - 2]! << 8) + bytes[len - 1]!;
+  const n = hi * 0x100000000 + lo;
+  return n <= Number.MAX_SAFE_INTEGER ? n : (BigInt(hi) << 32n) + BigInt(lo);
+}
+
+function negate(n: number | bigint): number | bigint {
+  return typeof n === 'number' ? (n === 0 ? 0 : -n) : narrow(-n);
 }
 
 function narrow(n: bigint): number | bigint {
@@ -216,14 +283,19 @@ function readElement(r: Reader, nested: boolean): TupleValue {
       }
       return null;
     case BYTES:
-      return r.escaped('byte string');
+      return Uint8Array.from(r.escaped('byte string'));
     case STRING: {
       const raw = r.escaped('string');
-      try {
-        return utf8Strict.decode(raw);
-      } catch {
-        throw tupleError('string is not valid UTF-8', at);
+      const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
+      // Fast decode; only text with a replacement character needs the strict check.
+      if (text.includes('\uFFFD')) {
+        try {
+          utf8Strict.decode(raw);
+        } catch {
+          throw tupleError('string is not valid UTF-8', at);
+        }
       }
+      return text;
     }
     case NESTED: {
       const out: TupleValue[] = [];
@@ -243,11 +315,11 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     case FLOAT:
     case DOUBLE: {
       const size = code === FLOAT ? 4 : 8;
-      const bytes = Uint8Array.from(r.take(size, code === FLOAT ? 'float' : 'double'));
-      if ((bytes[0]! & 0x80) !== 0) bytes[0] = bytes[0]! ^ 0x80;
-      else for (let i = 0; i < size; i++) bytes[i] = bytes[i]! ^ 0xff;
-      const view = new DataView(bytes.buffer);
-      return size === 4 ? view.getFloat32(0, false) : view.getFloat64(0, false);
+      const bytes = r.take(size, code === FLOAT ? 'float' : 'double');
+      const flipAll = (bytes[0]! & 0x80) === 0;
+      for (let i = 0; i < size; i++) SCRATCH[i] = flipAll ? bytes[i]! ^ 0xff : bytes[i]!;
+      if (!flipAll) SCRATCH[0] = SCRATCH[0]! ^ 0x80;
+      return size === 4 ? SCRATCH_VIEW.getFloat32(0, false) : SCRATCH_VIEW.getFloat64(0, false);
     }
     case UUID:
       return { uuid: Uint8Array.from(r.take(16, 'UUID')) };
@@ -263,10 +335,9 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     default:
       if (code >= 0x0c && code <= 0x1c) {
         if (code === INT_ZERO) return 0;
-        if (code > INT_ZERO) return narrow(bytesToBigInt(r.take(code - INT_ZERO, 'integer')));
+        if (code > INT_ZERO) return readUnsigned(r.take(code - INT_ZERO, 'integer'));
         const len = INT_ZERO - code;
-        const complement = r.take(len, 'integer').map((b) => b ^ 0xff);
-        return narrow(-bytesToBigInt(complement));
+        return negate(readUnsigned(r.take(len, 'integer').map((b) => b ^ 0xff)));
       }
       throw tupleError(`unsupported type code 0x${code.toString(16).padStart(2, '0')}`, at);
   }
@@ -280,14 +351,15 @@ export function unpackTuple(bytes: Uint8Array): TupleValue[] {
   return out;
 }
 
-const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
-
 /** Unpacks a base64 `keyPacked` / `valuesPacked` string. */
 export function unpackTupleBase64(packed: string): TupleValue[] {
-  if (packed.length % 4 !== 0 || !BASE64.test(packed)) {
+  const bytes = packed.length % 4 === 0 ? Buffer.from(packed, 'base64') : undefined;
+  // Node skips characters outside the alphabet, so a clean decode has exactly the expected length.
+  const padding = packed.endsWith('==') ? 2 : packed.endsWith('=') ? 1 : 0;
+  if (bytes === undefined || bytes.length !== (packed.length / 4) * 3 - padding) {
     throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
   }
-  return unpackTuple(Buffer.from(packed, 'base64'));
+  return unpackTuple(bytes);
 }
 
 /** Formats a UUID element as the usual 8-4-4-4-12 hex string. */
