@@ -9,7 +9,15 @@ export class UsageError extends SluiceError {
   }
 }
 
+/** `--help`: the usage goes to stdout and the command exits 0. */
+export class HelpRequested extends SluiceError {
+  constructor(usage: string) {
+    super('HELP', usage);
+  }
+}
+
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+  if (argv.includes('--help') || argv.includes('-h')) throw new HelpRequested(usage);
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals: false });
   } catch (err) {
@@ -22,6 +30,10 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
   try {
     return await body();
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      process.stdout.write(`${err.message}\n`);
+      return 0;
+    }
     if (err instanceof UsageError) {
       process.stderr.write(`sluice: ${err.message}\n`);
       return 2;
