@@ -4,6 +4,7 @@
 import type { JsonValue } from '@sluice/runtime';
 
 export const PIVOT = 'pivot=00';
+const SAFE = /^[A-Za-z0-9\-_.~!$()+,;@]*$/;
 
 /** A partition label value: null, booleans and numbers are written as Flow writes them; strings percent-encoded. */
 export function encodePartitionValue(value: JsonValue | undefined): string {
@@ -12,6 +13,7 @@ export function encodePartitionValue(value: JsonValue | undefined): string {
   if (value === false) return '%_false';
   if (typeof value === 'number') return String(value);
   if (typeof value === 'string') {
+    if (SAFE.test(value)) return value;
     // Keep the unreserved set of RFC 3986 plus a few path-safe characters; escape the rest.
     return Array.from(new TextEncoder().encode(value), (b) => {
       const c = String.fromCharCode(b);
