@@ -17,6 +17,8 @@
 # Connectors: source-http-file, materialize-sqlserver, materialize-sqlite.
 set -euo pipefail
 
+# buildah re-reads CONTAINERS_CONF from other working directories: make it absolute.
+if [ -n "${CONTAINERS_CONF:-}" ]; then CONTAINERS_CONF=$(readlink -f "$CONTAINERS_CONF"); export CONTAINERS_CONF; fi
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 all=(source-http-file materialize-sqlserver materialize-sqlite)

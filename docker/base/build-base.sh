@@ -21,6 +21,8 @@
 # Usage: docker/base/build-base.sh            (prints the two image names on its last two lines)
 set -euo pipefail
 
+# buildah re-reads CONTAINERS_CONF from other working directories: make it absolute.
+if [ -n "${CONTAINERS_CONF:-}" ]; then CONTAINERS_CONF=$(readlink -f "$CONTAINERS_CONF"); export CONTAINERS_CONF; fi
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 suite=${SLUICE_DEBIAN_SUITE:-bookworm}
 mirror=${SLUICE_DEBIAN_MIRROR:-http://deb.debian.org/debian}
