@@ -2,7 +2,7 @@
 // (ingest over HTTP, the control-plane API, republish on catalog change) and start (the quickstart:
 // source-http-file → journals → materialize-sqlite).
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -154,10 +154,14 @@ test('serve: ingest over HTTP reaches SQLite, the API reports the specs, a catal
   assert.deepEqual(items.map((i) => [i.catalog_name, i.spec_type]).sort(), [['acmeCo/test-greetings', 'test'], ['acmeCo/to-sqlite', 'materialization']]);
   assert.equal(items.find((i) => i.catalog_name === 'acmeCo/to-sqlite')?.last_build_id, running.first.pubId);
 
-  // Saving the catalog republishes.
+  // Saving the catalog republishes, also when an editor saves by renaming a new file over it.
   writeFileSync(file, catalog({ count: 3 }));
   for (let i = 0; i < 200 && published.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
   assert.deepEqual(published, ['success', 'success']);
+  writeFileSync(`${file}.swp`, catalog({ count: 4 }));
+  renameSync(`${file}.swp`, file);
+  for (let i = 0; i < 200 && published.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.deepEqual(published, ['success', 'success', 'success']);
 });
 
 test('start: the quickstart captures a gzipped CSV over HTTP into journals and materializes it into SQLite', async (t) => {

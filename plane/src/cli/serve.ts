@@ -5,7 +5,7 @@
 import { watch, type FSWatcher } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { createControlPlane, type ControlPlane } from '../control/index.ts';
 import { notFound } from '../ingest/ingest.ts';
 import { LocalPlane, type PublishResult } from '../plane.ts';
@@ -96,7 +96,10 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   let debounce: NodeJS.Timeout | undefined;
   if (o.watch !== false) {
     try {
-      watcher = watch(o.catalogFile, () => {
+      // Watch the directory, not the file: editors often save by renaming a new file over the old one.
+      const name = basename(o.catalogFile);
+      watcher = watch(dirname(o.catalogFile), (_event, changed) => {
+        if (changed !== null && changed !== name) return;
         clearTimeout(debounce);
         debounce = setTimeout(() => {
           log(`${o.catalogFile} changed: republishing`);
