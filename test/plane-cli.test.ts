@@ -205,3 +205,23 @@ test('sluice serve (the process): republishes on SIGHUP, stops cleanly on SIGTER
   child.kill('SIGTERM');
   assert.equal(await exited, 0);
 });
+
+test('sluice test: a catalog error is one precise report (file, line, pointer), exit 1', async (t) => {
+  const dir = tmp(t);
+  const file = join(dir, 'flow.yaml');
+  writeFileSync(file, catalog().replace('key: [/id]', 'key: [id]'));
+  const errs: string[] = [];
+  const write = process.stderr.write.bind(process.stderr);
+  process.stderr.write = ((s: string) => { errs.push(s); return true; }) as typeof process.stderr.write;
+  let code: number;
+  try {
+    code = await testCommand(['--catalog', file], () => undefined);
+  } finally {
+    process.stderr.write = write;
+  }
+  assert.equal(code, 1);
+  const text = errs.join('');
+  assert.ok(text.startsWith('sluice: '), text);
+  assert.ok(text.includes(`${file}:`), text);
+  assert.match(text, /\/collections\/acmeCo~1greetings\/key/);
+});
