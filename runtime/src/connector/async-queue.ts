@@ -26,6 +26,11 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     return this.ended;
   }
 
+  /** True when a push would have to wait for the consumer. */
+  get isFull(): boolean {
+    return !this.abandoned && this.items.length >= this.capacity;
+  }
+
   /** Items the consumer never read: still queued, or dropped after it abandoned the queue. */
   get unread(): number {
     return this.items.length + this.dropped;

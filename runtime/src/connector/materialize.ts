@@ -282,7 +282,10 @@ async function runSession<Config, Resource>(
     };
 
     while (true) {
-      const request = await failure.must(io.requests.next());
+      // Requests already read are taken synchronously; only an empty buffer waits (racing failures).
+      let request = io.requests.tryNext();
+      if (request === undefined) request = await failure.must(io.requests.next());
+      else failure.throwIfFailed();
       if (isStopped(request)) {
         io.log.info('materialize session stopped', { phase: PHASE_TEXT[phase] });
         return;
@@ -302,7 +305,8 @@ async function runSession<Config, Resource>(
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'load') {
         if (phase === 'acknowledged') startLoads();
         phase = 'loading';
-        await failure.must(loads!.push(decodeLoad(request, count)));
+        const pushed = loads!.push(decodeLoad(request, count));
+        if (loads!.isFull) await failure.must(pushed);
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'flush') {
         if (phase === 'acknowledged') startLoads();
         loads!.end();
@@ -313,7 +317,8 @@ async function runSession<Config, Resource>(
         phase = 'storing';
       } else if (phase === 'storing' && v === 'store') {
         if (stores === null) startStores();
-        await failure.must(stores!.push(decodeStore(request, count)));
+        const pushed = stores!.push(decodeStore(request, count));
+        if (stores!.isFull) await failure.must(pushed);
       } else if (phase === 'storing' && v === 'startCommit') {
         if (stores === null) startStores();
         stores!.end();

@@ -2,7 +2,9 @@
 // go, the logger, cancellation, and the wording of ordering errors.
 import type { Writable } from 'node:stream';
 import { ProtocolError } from '../errors.ts';
-import { type ByteSource, type Envelope, MessageWriter, quoteList, readEnvelopes } from '../protocol/framing.ts';
+import {
+  type ByteSource, type Envelope, type Line, LineSplitter, MessageWriter, chunkIterator, parseEnvelope, quoteList,
+} from '../protocol/framing.ts';
 import { JsonLogger, type LogSink } from '../log.ts';
 import type { Logger } from './types.ts';
 
@@ -23,33 +25,57 @@ export interface ServeOptions {
 const STOPPED = Symbol('stopped');
 export type Stopped = typeof STOPPED;
 
-/** Reads request envelopes one at a time; resolves STOPPED if the stop signal fires first. */
+/**
+ * Reads request envelopes one at a time; resolves STOPPED if the stop signal fires first. Lines of a
+ * chunk are split at once, so requests already read are available synchronously (`tryNext`).
+ */
 export class RequestReader {
-  private readonly iterator: AsyncIterator<Envelope>;
+  private readonly chunks: AsyncIterator<Uint8Array | string>;
+  private readonly splitter = new LineSplitter({ name: 'stdin' });
   private readonly stop = new Tripwire();
+  private lines: Line[] = [];
+  private index = 0;
+  private eof = false;
   private closed = false;
   readonly variants: readonly string[];
 
   constructor(source: ByteSource, variants: readonly string[], signal: AbortSignal) {
     this.variants = variants;
-    this.iterator = readEnvelopes(source, variants, 'request', { name: 'stdin' })[Symbol.asyncIterator]();
+    this.chunks = chunkIterator(source);
     if (signal.aborted) this.stop.trip();
     else signal.addEventListener('abort', () => this.stop.trip(), { once: true });
   }
 
+  /** A request already read, null at end of input, STOPPED, or undefined when a read is needed. */
+  tryNext(): Envelope | null | Stopped | undefined {
+    if (this.stop.tripped) return STOPPED;
+    if (this.index < this.lines.length) return parseEnvelope(this.lines[this.index++]!, this.variants, 'request', 'stdin');
+    if (this.eof || this.closed) return null;
+    return undefined;
+  }
+
   /** The next request, null at end of input, or STOPPED. */
   async next(): Promise<Envelope | null | Stopped> {
-    if (this.closed) return null;
-    const result = await this.stop.race(this.iterator.next());
-    if (result === INTERRUPTED) return STOPPED;
-    return result.done ? null : result.value;
+    while (true) {
+      const ready = this.tryNext();
+      if (ready !== undefined) return ready;
+      const result = await this.stop.race(this.chunks.next());
+      if (result === INTERRUPTED) return STOPPED;
+      if (result.done) {
+        this.eof = true;
+        this.splitter.end();
+      } else {
+        this.lines = this.splitter.push(result.value);
+        this.index = 0;
+      }
+    }
   }
 
   /** Stops reading (does not wait for a pending read). */
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    void Promise.resolve(this.iterator.return?.()).catch(() => undefined);
+    void Promise.resolve(this.chunks.return?.()).catch(() => undefined);
   }
 }
 
@@ -180,6 +206,11 @@ export class Tripwire {
         },
       );
     });
+  }
+
+  /** Throws the failure, if any (for synchronous fast paths). */
+  throwIfFailed(): void {
+    if (this.state === 'failed') throw this.error;
   }
 
   /** race(), for promises that only end by failure: an INTERRUPTED result is a bug. */

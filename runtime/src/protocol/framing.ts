@@ -29,56 +29,85 @@ function toBuffer(chunk: Uint8Array | string): Buffer {
 }
 
 /**
- * Splits a byte stream into lines (without the `\n`; a trailing `\r` is dropped). Blank lines are
- * skipped but counted. Throws ProtocolError for a line over the limit or a partial trailing line.
+ * The synchronous core of line reading: feed chunks, get complete lines (without the `\n`; a trailing
+ * `\r` is dropped; blank lines are skipped but counted). Throws ProtocolError for a line over the
+ * limit, and from end() for a partial trailing line.
  */
-export async function* readLines(source: ByteSource, options: ReadLinesOptions = {}): AsyncGenerator<Line> {
-  const max = options.maxLineBytes ?? MAX_LINE_BYTES;
-  const name = options.name ?? 'input';
-  let pending: Buffer[] = [];
-  let pendingLength = 0;
-  let lineNo = 0;
-  const tooLong = (): ProtocolError =>
-    new ProtocolError(`${name} line ${lineNo + 1} is longer than the ${formatBytes(max)} limit for one message`);
+export class LineSplitter {
+  private readonly max: number;
+  private readonly name: string;
+  private pending: Buffer[] = [];
+  private pendingLength = 0;
+  private lineNo = 0;
 
-  for await (const chunk of source) {
+  constructor(options: ReadLinesOptions = {}) {
+    this.max = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.name = options.name ?? 'input';
+  }
+
+  private tooLong(): ProtocolError {
+    return new ProtocolError(`${this.name} line ${this.lineNo + 1} is longer than the ${formatBytes(this.max)} limit for one message`);
+  }
+
+  push(chunk: Uint8Array | string): Line[] {
     const buf = toBuffer(chunk);
+    const lines: Line[] = [];
     let start = 0;
     while (start < buf.length) {
       const nl = buf.indexOf(10, start);
       if (nl === -1) break;
-      if (pendingLength + (nl - start) > max) throw tooLong();
+      if (this.pendingLength + (nl - start) > this.max) throw this.tooLong();
       let text: string;
-      if (pendingLength > 0) {
-        pending.push(buf.subarray(start, nl));
-        text = Buffer.concat(pending).toString('utf8');
-        pending = [];
-        pendingLength = 0;
+      if (this.pendingLength > 0) {
+        this.pending.push(buf.subarray(start, nl));
+        text = Buffer.concat(this.pending).toString('utf8');
+        this.pending = [];
+        this.pendingLength = 0;
       } else {
         text = buf.toString('utf8', start, nl);
       }
       start = nl + 1;
-      lineNo++;
+      this.lineNo++;
       if (text.endsWith('\r')) text = text.slice(0, -1);
       if (text.trim() === '') continue;
-      yield { text, line: lineNo };
+      lines.push({ text, line: this.lineNo });
     }
     if (start < buf.length) {
       const rest = buf.subarray(start);
-      pendingLength += rest.length;
-      if (pendingLength > max) throw tooLong();
+      this.pendingLength += rest.length;
+      if (this.pendingLength > this.max) throw this.tooLong();
       // Copy: the source may reuse its chunk buffers.
-      pending.push(Buffer.from(rest));
+      this.pending.push(Buffer.from(rest));
     }
+    return lines;
   }
-  if (pendingLength > 0) {
-    const trailing = Buffer.concat(pending).toString('utf8');
+
+  end(): void {
+    if (this.pendingLength === 0) return;
+    const trailing = Buffer.concat(this.pending).toString('utf8');
     if (trailing.trim() !== '') {
       throw new ProtocolError(
-        `${name} ended with a partial message: line ${lineNo + 1} (${pendingLength} bytes) has no terminating newline`,
+        `${this.name} ended with a partial message: line ${this.lineNo + 1} (${this.pendingLength} bytes) has no terminating newline`,
       );
     }
   }
+}
+
+/** Splits a byte stream into lines; see LineSplitter. */
+export async function* readLines(source: ByteSource, options: ReadLinesOptions = {}): AsyncGenerator<Line> {
+  const splitter = new LineSplitter(options);
+  for await (const chunk of source) yield* splitter.push(chunk);
+  splitter.end();
+}
+
+/** An async iterator over any byte source (sync iterables too). */
+export function chunkIterator(source: ByteSource): AsyncIterator<Uint8Array | string> {
+  if (Symbol.asyncIterator in source) return source[Symbol.asyncIterator]();
+  const it = source[Symbol.iterator]();
+  return {
+    next: () => Promise.resolve(it.next()),
+    return: () => Promise.resolve(it.return?.() ?? { value: undefined, done: true }),
+  };
 }
 
 function formatBytes(n: number): string {

@@ -207,9 +207,50 @@ function tupleError(message: string, offset: number): ProtocolError {
 
 class Reader {
   pos = 0;
-  readonly bytes: Uint8Array;
+  readonly bytes: Buffer;
   constructor(bytes: Uint8Array) {
-    this.bytes = bytes;
+    this.bytes = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  /** Checks that n more bytes exist and returns the offset of the first (advancing past them). */
+  skip(n: number, what: string): number {
+    if (this.pos + n > this.bytes.length) {
+      throw tupleError(`truncated ${what} (needs ${n} bytes, ${this.bytes.length - this.pos} left)`, this.pos);
+    }
+    const at = this.pos;
+    this.pos += n;
+    return at;
+  }
+  /** Unsigned big-endian integer of n (≤ 8) bytes, optionally one's-complemented. */
+  unsigned(n: number, what: string, complement: boolean): number | bigint {
+    const at = this.skip(n, what);
+    const b = this.bytes;
+    const flip = complement ? 0xff : 0;
+    if (n <= 6) {
+      let v = 0;
+      for (let i = 0; i < n; i++) v = v * 256 + (b[at + i]! ^ flip);
+      return v;
+    }
+    let hi = 0;
+    for (let i = 0; i < n - 4; i++) hi = hi * 256 + (b[at + i]! ^ flip);
+    let lo = 0;
+    for (let i = n - 4; i < n; i++) lo = lo * 256 + (b[at + i]! ^ flip);
+    const v = hi * 0x100000000 + lo;
+    return v <= Number.MAX_SAFE_INTEGER ? v : (BigInt(hi) << 32n) + BigInt(lo);
+  }
+  /** A UTF-8 string up to its unescaped terminator, decoded without an intermediate copy. */
+  text(at: number): string {
+    const start = this.pos;
+    const end = this.bytes.indexOf(0x00, start);
+    if (end !== -1 && this.bytes[end + 1] !== 0xff) {
+      this.pos = end + 1;
+      const text = this.bytes.toString('utf8', start, end);
+      if (text.includes('\uFFFD')) strictUtf8(this.bytes.subarray(start, end), at);
+      return text;
+    }
+    const raw = this.escaped('string');
+    const text = raw.toString('utf8');
+    if (text.includes('\uFFFD')) strictUtf8(raw, at);
+    return text;
   }
   take(n: number, what: string): Uint8Array {
     if (this.pos + n > this.bytes.length) {
@@ -220,7 +261,7 @@ class Reader {
     return out;
   }
   /** Reads an escaped, 0x00-terminated byte string (a view when nothing was escaped). */
-  escaped(what: string): Uint8Array {
+  escaped(what: string): Buffer {
     const start = this.pos;
     const bytes = this.bytes;
     let end = bytes.indexOf(0x00, start);
@@ -244,24 +285,18 @@ class Reader {
   }
 }
 
+/** Only text with a replacement character needs the strict check (it may be a literal U+FFFD). */
+function strictUtf8(raw: Uint8Array, at: number): void {
+  try {
+    utf8Strict.decode(raw);
+  } catch {
+    throw tupleError('string is not valid UTF-8', at);
+  }
+}
+
 function bytesToBigInt(bytes: Uint8Array): bigint {
   if (bytes.length === 0) return 0n;
   return BigInt('0x' + Buffer.from(bytes).toString('hex'));
-}
-
-/** Big-endian unsigned integer of up to 8 bytes: a number while it is a safe integer, else BigInt. */
-function readUnsigned(bytes: Uint8Array): number | bigint {
-  const len = bytes.length;
-  if (len <= 6) {
-    let n = 0;
-    for (let i = 0; i < len; i++) n = n * 256 + bytes[i]!;
-    return n;
-  }
-  let hi = 0;
-  for (let i = 0; i < len - 4; i++) hi = hi * 256 + bytes[i]!;
-  const lo = ((bytes[len - 4]! << 24) >>> 0) + (bytes[len - 3]! << 16) + (bytes[len - 2]! << 8) + bytes[len - 1]!;
-  const n = hi * 0x100000000 + lo;
-  return n <= Number.MAX_SAFE_INTEGER ? n : (BigInt(hi) << 32n) + BigInt(lo);
 }
 
 function negate(n: number | bigint): number | bigint {
@@ -284,19 +319,8 @@ function readElement(r: Reader, nested: boolean): TupleValue {
       return null;
     case BYTES:
       return Uint8Array.from(r.escaped('byte string'));
-    case STRING: {
-      const raw = r.escaped('string');
-      const text = Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('utf8');
-      // Fast decode; only text with a replacement character needs the strict check.
-      if (text.includes('\uFFFD')) {
-        try {
-          utf8Strict.decode(raw);
-        } catch {
-          throw tupleError('string is not valid UTF-8', at);
-        }
-      }
-      return text;
-    }
+    case STRING:
+      return r.text(at);
     case NESTED: {
       const out: TupleValue[] = [];
       while (true) {
@@ -315,9 +339,10 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     case FLOAT:
     case DOUBLE: {
       const size = code === FLOAT ? 4 : 8;
-      const bytes = r.take(size, code === FLOAT ? 'float' : 'double');
-      const flipAll = (bytes[0]! & 0x80) === 0;
-      for (let i = 0; i < size; i++) SCRATCH[i] = flipAll ? bytes[i]! ^ 0xff : bytes[i]!;
+      const off = r.skip(size, code === FLOAT ? 'float' : 'double');
+      const bytes = r.bytes;
+      const flipAll = (bytes[off]! & 0x80) === 0;
+      for (let i = 0; i < size; i++) SCRATCH[i] = flipAll ? bytes[off + i]! ^ 0xff : bytes[off + i]!;
       if (!flipAll) SCRATCH[0] = SCRATCH[0]! ^ 0x80;
       return size === 4 ? SCRATCH_VIEW.getFloat32(0, false) : SCRATCH_VIEW.getFloat64(0, false);
     }
@@ -335,9 +360,8 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     default:
       if (code >= 0x0c && code <= 0x1c) {
         if (code === INT_ZERO) return 0;
-        if (code > INT_ZERO) return readUnsigned(r.take(code - INT_ZERO, 'integer'));
-        const len = INT_ZERO - code;
-        return negate(readUnsigned(r.take(len, 'integer').map((b) => b ^ 0xff)));
+        if (code > INT_ZERO) return r.unsigned(code - INT_ZERO, 'integer', false);
+        return negate(r.unsigned(INT_ZERO - code, 'integer', true));
       }
       throw tupleError(`unsupported type code 0x${code.toString(16).padStart(2, '0')}`, at);
   }
