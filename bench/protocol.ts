@@ -10,7 +10,10 @@ import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { MessageWriter } from '../runtime/src/protocol/framing.ts';
 import { encodeCaptureOutput, serveCapture } from '../runtime/src/connector/capture.ts';
-import type { CaptureConnector } from '../runtime/src/connector/types.ts';
+import { serveMaterialize } from '../runtime/src/connector/materialize.ts';
+import type { CaptureConnector, MaterializeConnector } from '../runtime/src/connector/types.ts';
+import { packTupleBase64 } from '../runtime/src/protocol/tuple.ts';
+import type { TupleValue } from '../runtime/src/protocol/tuple.ts';
 import type { JsonObject } from '../runtime/src/protocol/specs.ts';
 
 const { values } = parseArgs({ options: { docs: { type: 'string', default: '300000' }, rounds: { type: 'string', default: '5' } } });
@@ -92,15 +95,74 @@ async function serve(docs: JsonObject[]): Promise<number> {
   return performance.now() - t0;
 }
 
+// Reading side: serveMaterialize taking `store` requests (keyPacked + 9 packed values + doc) into a
+// transactor that only counts them, against JSON.parse of the same lines alone.
+function storeInput(docs: JsonObject[]): { chunks: Buffer[]; lines: string[] } {
+  const lines = [JSON.stringify({ open: { materialization: { name: 'b/m', config: {}, bindings: [{ resourceConfig: {}, collection: { name: 'b/c' } }] } } })];
+  const TXN = 10_000;
+  for (let i = 0; i < docs.length; i++) {
+    if (i % TXN === 0) {
+      if (i > 0) lines.push('{"startCommit":{"runtimeCheckpoint":{}}}');
+      lines.push('{"acknowledge":{}}', '{"flush":{}}');
+    }
+    const d = docs[i]!;
+    const values = [d['name'], d['email'], d['amount'], d['ts'], JSON.stringify(d['tags']), JSON.stringify(d['address']), 'c', i, true] as TupleValue[];
+    lines.push(JSON.stringify({ store: { keyPacked: packTupleBase64([String(d['id'])]), valuesPacked: packTupleBase64(values), doc: d, exists: i % 2 === 0 } }));
+  }
+  lines.push('{"startCommit":{"runtimeCheckpoint":{}}}', '{"acknowledge":{}}');
+  const buf = Buffer.from(lines.join('\n') + '\n');
+  const chunks: Buffer[] = [];
+  for (let i = 0; i < buf.length; i += 65536) chunks.push(buf.subarray(i, i + 65536));
+  return { chunks, lines };
+}
+
+async function materialize(chunks: Buffer[]): Promise<number> {
+  const noop = (): void => {};
+  const log = { debug: noop, info: noop, warn: noop, error: noop, status: noop, child: () => log };
+  let stored = 0;
+  const connector: MaterializeConnector = {
+    configSchema: { type: 'object' }, resourceConfigSchema: { type: 'object' }, documentationUrl: 'x',
+    async validate() { return []; },
+    async apply() { return {}; },
+    async open() {
+      return {
+        opened: {},
+        transactor: {
+          async acknowledge() {},
+          async load(loads) { for await (const _ of loads); },
+          async store(stores) { for await (const _ of stores) stored++; },
+          async startCommit() {},
+        },
+      };
+    },
+  };
+  const { Writable } = await import('node:stream');
+  const output = new Writable({ write(_c, _e, cb) { cb(); } });
+  const t0 = performance.now();
+  await serveMaterialize(connector, { input: chunks, output, log });
+  const ms = performance.now() - t0;
+  if (stored !== N) throw new Error(`stored ${stored} of ${N}`);
+  return ms;
+}
+
+function parseOnly(lines: string[]): number {
+  const t0 = performance.now();
+  for (const line of lines) JSON.parse(line);
+  return performance.now() - t0;
+}
+
 const docs = makeDocs(N);
 const bytes = docs.reduce((n, d) => n + JSON.stringify({ captured: { doc: d } }).length + 1, 0);
-const best = { baseline: Infinity, writer: Infinity, unbuffered: Infinity, serve: Infinity };
+const best = { baseline: Infinity, writer: Infinity, unbuffered: Infinity, serve: Infinity, materialize: Infinity, parse: Infinity };
+const stores = storeInput(docs);
 // Interleave the variants so that machine noise hits all of them alike; report the best round.
 for (let r = 0; r < ROUNDS; r++) {
   best.baseline = Math.min(best.baseline, await baseline(docs));
   best.writer = Math.min(best.writer, await writer(docs));
   best.unbuffered = Math.min(best.unbuffered, await writerUnbuffered(docs));
   best.serve = Math.min(best.serve, await serve(docs));
+  best.materialize = Math.min(best.materialize, await materialize(stores.chunks));
+  best.parse = Math.min(best.parse, parseOnly(stores.lines));
 }
 const rate = (ms: number): number => N / (ms / 1000);
 const fmt = (ms: number): string => `${Math.round(rate(ms)).toLocaleString('en-US')} docs/s (${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s, ${ms.toFixed(0)} ms)`;
@@ -112,3 +174,7 @@ console.log(`  full serveCapture path           : ${fmt(best.serve)}`);
 console.log(`ratio writer/baseline = ${(rate(best.writer) / rate(best.baseline)).toFixed(3)} (target >= 0.9)`);
 console.log(`ratio unbuffered writer/baseline = ${(rate(best.unbuffered) / rate(best.baseline)).toFixed(3)}`);
 console.log(`ratio serveCapture/baseline = ${(rate(best.serve) / rate(best.baseline)).toFixed(3)}`);
+console.log(`reading: ${N} store requests (keyPacked, 9 packed values, doc), best of ${ROUNDS} rounds`);
+console.log(`  JSON.parse of the lines alone   : ${Math.round(rate(best.parse)).toLocaleString('en-US')} msgs/s`);
+console.log(`  serveMaterialize → transactor   : ${Math.round(rate(best.materialize)).toLocaleString('en-US')} msgs/s`);
+console.log(`ratio serveMaterialize/JSON.parse = ${(rate(best.materialize) / rate(best.parse)).toFixed(3)}`);
