@@ -1,7 +1,10 @@
 // End to end: the connector as a process (`npx source-http-file` and its bin), speaking protocol lines.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { JsonObject } from '@sluice/runtime';
 import { applyCheckpoints, openRequest, startServer } from './helpers.ts';
@@ -78,6 +81,37 @@ describe('source-http-file as a process', () => {
     assert.equal(p.code, 1);
     const last = JSON.parse(p.stderr.trim().split('\n').at(-1) as string) as { msg: string };
     assert.match(last.msg, /has no Last-Modified header: the server must send Last-Modified/);
+  });
+
+  test('npx sluice raw source-http-file capture, then again with the state: skipped', async (t) => {
+    if (!existsSync(`${ROOT}node_modules/.bin/sluice`)) { t.skip('the sluice CLI (@sluice/plane bin) is not linked; run npm i at the root'); return; }
+    const dir = mkdtempSync(join(tmpdir(), 'shf-raw-'));
+    try {
+      writeFileSync(join(dir, 'config.json'), JSON.stringify({ url: server.url('/small.csv') }));
+      writeFileSync(join(dir, 'bindings.json'), JSON.stringify([{ resource: { stream: 'small' }, collection: 'acme/small', key: ['/_meta/file', '/_meta/offset'] }]));
+      // Asynchronous: the loopback server answering the connector runs in this process.
+      const raw = async (extra: string[]): Promise<{ lines: JsonObject[]; stderr: string; status: number | null }> => {
+        const child = spawn('npx', ['--no-install', 'sluice', 'raw', 'source-http-file', 'capture', '--config', join(dir, 'config.json'), '--bindings', join(dir, 'bindings.json'), ...extra], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
+        child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+        const [status] = await once(child, 'close') as [number | null];
+        return { lines: stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as JsonObject), stderr, status };
+      };
+      const first = await raw([]);
+      assert.equal(first.status, 0, first.stderr);
+      const docs = first.lines.filter((l) => 'captured' in l);
+      assert.equal(docs.length, 2);
+      const state = applyCheckpoints({}, first.lines.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
+      writeFileSync(join(dir, 'state.json'), JSON.stringify(state));
+      const second = await raw(['--state', join(dir, 'state.json')]);
+      assert.equal(second.status, 0, second.stderr);
+      assert.equal(second.lines.filter((l) => 'captured' in l).length, 0);
+      assert.match(second.stderr, /unchanged since the last capture/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('resume after a crash mid-file: no duplicate and no missing offset', async () => {
