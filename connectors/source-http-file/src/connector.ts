@@ -113,6 +113,20 @@ function metaOf(config: EndpointConfig, info: FileInfo | null): { filename: stri
   return { filename: fileNameOf(config.url), altNames, contentType: info?.contentType ?? null, contentEncoding: info?.contentEncoding ?? null };
 }
 
+/** Checks the format options that need code to check (encoding label, .proto source and message). */
+export async function checkFormatConfig(config: EndpointConfig): Promise<void> {
+  const format = config.parser?.format;
+  if (format?.type === 'csv' && format.config?.encoding) {
+    const { resolveEncodingLabel } = await import('./charset.ts');
+    resolveEncodingLabel(format.config.encoding);
+  }
+  if (format?.type === 'protobuf') {
+    if (!format.config?.message || !format.config.protoFile) throw new ConfigError('the protobuf format needs parser.format.config.message and parser.format.config.protoFile');
+    const { compileMessageType } = await import('./protobuf.ts');
+    compileMessageType(format.config.protoFile, format.config.message);
+  }
+}
+
 // ------------------------------------------------------------------------------------------------
 // Discover: a document schema inferred from a sample.
 
@@ -261,6 +275,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
 
     async discover(ctx) {
       checkConfig(ctx.config);
+      await checkFormatConfig(ctx.config);
       const config = ctx.config;
       const client = httpClient(config, options, ctx);
       const head = await client.head();
@@ -299,6 +314,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
 
     async validate(ctx) {
       checkConfig(ctx.config);
+      await checkFormatConfig(ctx.config);
       await httpClient(ctx.config, options, ctx).head();
       return ctx.bindings.map((b) => {
         if (!b.resource.stream) throw new ConfigError('Invalid resource config: stream is required');
@@ -308,6 +324,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
 
     async *open(ctx) {
       checkConfig(ctx.config);
+      await checkFormatConfig(ctx.config);
       for (const binding of ctx.bindings) yield* captureBinding(ctx, binding, options);
     },
   };

@@ -247,6 +247,14 @@ describe('connector', () => {
     assert.match(run.error?.message ?? '', /^failed to parse JSON at line 2 \(byte offset 8\): /);
   });
 
+  test('bad input: validate checks the protobuf message and the encoding label before any request', async () => {
+    const bindings = [{ resourceConfig: { stream: 'data' }, collection: { name: 'acme/data' } }];
+    const pb = await runProtocol(connector, [{ validate: { name: 'acme/http', config: { url: server.url('/feed.pb'), parser: { format: { type: 'protobuf', config: { message: 'Nope', protoFile: PROTO } } } }, bindings } }]);
+    assert.equal(pb.error?.message, "no such message 'Nope' found in proto file (messages: transit_realtime.FeedEntity, transit_realtime.FeedMessage)");
+    const enc = await runProtocol(connector, [{ validate: { name: 'acme/http', config: { url: server.url('/data.csv'), parser: { format: { type: 'csv', config: { encoding: 'UTF-8' } } } }, bindings } }]);
+    assert.equal(enc.error, undefined, enc.error?.message);
+  });
+
   test('bad input: a malformed defaultOffset', async () => {
     const run = await capture('/data.csv', { defaultOffset: 'UTC' });
     assert.match(run.error?.message ?? '', /parser\.defaultOffset: could not parse offset 'UTC'|must match pattern/);
