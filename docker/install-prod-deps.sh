@@ -16,8 +16,10 @@ if [ -s /run/secrets/extra_ca_certs ]; then export NODE_EXTRA_CA_CERTS=/run/secr
 # `npm ci` is the norm. It refuses a lock file that lacks entries for other platforms' optional packages
 # (e.g. turbo's darwin/windows builds, which some registry mirrors do not serve); then `npm install`, which
 # keeps every version the lock file pins, is the fallback, and the reason is printed.
+# shellcheck disable=SC2086 # $flags is a list of options, split on purpose
 if ! npm ci $flags >/tmp/npm.log 2>&1; then
   echo "install-prod-deps: npm ci refused ($(grep -m1 -E 'error (code|Missing)|ERR' /tmp/npm.log || tail -1 /tmp/npm.log)); using npm install with the lock file" >&2
+  # shellcheck disable=SC2086
   npm install --no-save $flags >/tmp/npm.log 2>&1 || { cat /tmp/npm.log >&2; exit 1; }
 fi
 tail -1 /tmp/npm.log >&2
