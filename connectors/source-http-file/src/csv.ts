@@ -179,15 +179,16 @@ export class CsvTokenizer {
       }
     }
     // Rows carry their char index in byteOffset until here; convert to UTF-8 byte offsets.
-    if (rows.length) this.#resolveOffsets(s, rows);
-    this.#bytes += consumed === n ? Buffer.byteLength(s) : Buffer.byteLength(s.slice(0, consumed));
+    const bytes = Buffer.byteLength(s);
+    if (rows.length) this.#resolveOffsets(s, rows, bytes === n);
+    this.#bytes += consumed === n ? bytes : bytes === n ? consumed : Buffer.byteLength(s.slice(0, consumed));
     this.#buf = consumed === n ? '' : s.slice(consumed);
     this.#line = consumedLine;
     return rows;
   }
 
-  #resolveOffsets(s: string, rows: CsvRow[]): void {
-    if (!NON_ASCII.test(s)) {
+  #resolveOffsets(s: string, rows: CsvRow[], ascii: boolean): void {
+    if (ascii) {
       for (const r of rows) r.byteOffset += this.#bytes;
       return;
     }
@@ -205,9 +206,6 @@ export class CsvTokenizer {
     return this.#bytes + Buffer.byteLength(s.slice(0, at));
   }
 }
-
-// eslint-disable-next-line no-control-regex
-const NON_ASCII = /[^\x00-\x7f]/;
 
 function countLines(run: string, crlf: boolean, T: number): number {
   let count = 0;
