@@ -13,6 +13,7 @@ import { HttpClient, redactUrl } from './http.ts';
 import type { FileInfo, HttpClientOptions } from './http.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
+import type { CsvResume } from './csv.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
@@ -33,6 +34,10 @@ interface BindingState {
   records?: number;
   complete?: boolean;
   minBound?: string;
+  /** Raw byte offset where record `records` starts (uncompressed UTF-8 CSV/JSON only), or null. */
+  byteOffset?: number | null;
+  /** CSV header names and dialect, needed to parse from byteOffset. */
+  csv?: CsvResume | null;
 }
 
 const ENDPOINT_KEYS = ['url', 'credentials', 'parser', 'headers'];
@@ -209,14 +214,18 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     return;
   }
   const resumeFrom = sameVersion && !prev.complete && typeof prev.records === 'number' && prev.records > 0 ? prev.records : 0;
-  if (resumeFrom > 0) log.info(`resuming the capture of this version of the file after ${resumeFrom} documents`, { lastModified: head.lastModified });
-  else yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false });
+  // Resume by Range when the state says where record `records` starts; otherwise re-read and skip.
+  const byteResume = resumeFrom > 0 && typeof prev.byteOffset === 'number' && prev.byteOffset > 0
+    ? { byteOffset: prev.byteOffset, csv: prev.csv ?? undefined } : undefined;
+  if (resumeFrom > 0) {
+    log.info(`resuming the capture of this version of the file after ${resumeFrom} documents${byteResume ? ` from byte ${byteResume.byteOffset} (Range request)` : ' (re-reading and skipping them)'}`, { lastModified: head.lastModified });
+  } else yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false, byteOffset: null, csv: null });
 
   const every = options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
   let info: FileInfo | null = null;
   let skipped = 0;
   let firstSkipped: DecodeError | null = null;
-  const body = client.get({ validator: { etag, lastModified: head.lastModified }, onResponse: (i) => { info = i; } });
+  const body = client.get({ validator: { etag, lastModified: head.lastModified }, onResponse: (i) => { info = i; }, ...(byteResume ? { from: byteResume.byteOffset } : {}) });
   // The GET's headers decide detection; they arrive before the first chunk.
   const lazyMeta = { get value() { return metaOf(config, info ?? head); } };
   const bodyIt = body[Symbol.asyncIterator]();
@@ -231,10 +240,12 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     }
   })();
   const meta = lazyMeta.value;
-  let offset = 0;
+  let offset = byteResume ? resumeFrom : 0;
   let sinceCheckpoint = 0;
   const bindingIndex = binding.index;
+  const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
   for await (const batch of parseFile(replay, meta, config.parser, {
+    tracker,
     onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
     onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
     onSkippedRow: (err) => {
@@ -242,7 +253,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       firstSkipped ??= err;
       log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
     },
-  })) {
+  }, byteResume)) {
     for (const record of batch) {
       if (offset < resumeFrom) { offset++; continue; }
       const m = record['_meta'];
@@ -251,11 +262,13 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       }
       record['_meta'] = m === undefined ? { file, offset } : { ...(m as JsonObject), file, offset };
       offset++;
+      sinceCheckpoint++;
       yield { captured: { binding: bindingIndex, doc: record } };
-      if (++sinceCheckpoint >= every) {
-        sinceCheckpoint = 0;
-        yield checkpoint(binding.stateKey, { records: offset });
-      }
+    }
+    // Checkpoints fall at batch ends, where the byte position of the next record is known.
+    if (sinceCheckpoint >= every) {
+      sinceCheckpoint = 0;
+      yield checkpoint(binding.stateKey, { records: offset, byteOffset: tracker.position, csv: tracker.position === null ? null : tracker.csv });
     }
   }
   if (offset < resumeFrom) {
@@ -263,7 +276,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   }
   if (skipped) log.warn(`${skipped} malformed CSV rows were excluded (within errorThreshold)`, { first: (firstSkipped as DecodeError | null)?.message });
   log.info(`captured ${offset - resumeFrom} documents (file has ${offset})`, { lastModified: head.lastModified, etag });
-  yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod });
+  yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod, byteOffset: null, csv: null });
 }
 
 export function createHttpFileConnector(options: ConnectorOptions = {}): CaptureConnector<EndpointConfig, ResourceConfig> {

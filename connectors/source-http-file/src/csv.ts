@@ -63,6 +63,11 @@ export class CsvTokenizer {
     return this.#parse(false);
   }
 
+  /** UTF-8 bytes of text consumed so far: every row returned lies before this point. */
+  get bytesConsumed(): number {
+    return this.#bytes;
+  }
+
   end(): CsvRow[] {
     return this.#parse(true);
   }
@@ -280,6 +285,15 @@ const DETECTION_SAMPLE_CHARS = 64 * 1024;
 
 type Result = { record: JsonObject } | { error: DecodeError };
 
+/** Stored in the state so a later session can parse from the middle of the file (see connector.ts). */
+export interface CsvResume {
+  headers: string[];
+  delimiter: string;
+  quote: string;
+  escape: string;
+  lineEnding: string;
+}
+
 export interface CsvRecordOptions {
   config: CsvConfig;
   datetimes: DatetimeNormalizer;
@@ -351,11 +365,31 @@ export class CsvRecordParser {
     let pos = 0;
     while (this.#skipLinesLeft > 0) {
       const nl = text.indexOf('\n', pos);
-      if (nl === -1) return '';
+      if (nl === -1) { this.#skippedBytes += Buffer.byteLength(text); return ''; }
       pos = nl + 1;
       this.#skipLinesLeft--;
     }
+    this.#skippedBytes += Buffer.byteLength(text.slice(0, pos));
     return text.slice(pos);
+  }
+
+  #skippedBytes = 0;
+
+  /**
+   * UTF-8 bytes of text after which the next record starts (every record returned so far lies before
+   * it), or null when unknown: before the dialect is known, and with errorThreshold (rows wait in the
+   * look-ahead window).
+   */
+  position(): number | null {
+    if (this.#tokenizer === null || this.#threshold > 0 || this.#headers === null || this.#deferred) return null;
+    return this.#skippedBytes + this.#tokenizer.bytesConsumed;
+  }
+
+  /** What a parser resuming mid-file needs: the header names and the dialect in use. */
+  resumeConfig(): CsvResume | null {
+    if (this.dialect === null || this.#headers === null) return null;
+    const d = this.dialect;
+    return { headers: [...this.#headers], delimiter: d.delimiter, quote: d.quote, escape: d.escape, lineEnding: d.lineEnding === 'crlf' ? '\r\n' : d.lineEnding };
   }
 
   #start(complete: boolean): JsonObject[] {

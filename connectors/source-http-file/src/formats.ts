@@ -3,6 +3,7 @@
 import type { JsonObject } from '@sluice/runtime';
 import { CharsetDecoder } from './charset.ts';
 import { CsvRecordParser } from './csv.ts';
+import type { CsvResume } from './csv.ts';
 import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
@@ -19,6 +20,10 @@ export type ResolvedFormat = Exclude<FormatConfig, { type: 'auto' }>;
 export interface RecordDecoder {
   push(chunk: Uint8Array): JsonObject[];
   end(): JsonObject[];
+  /** Source bytes after which the next record starts (all returned records lie before), or null when unknown. */
+  position?(): number | null;
+  /** For CSV: the header names and dialect, so a later session can resume mid-file. */
+  resumeConfig?(): CsvResume | null;
 }
 
 /** Calls `end()` until it returns nothing (a deferred error is thrown by a later call). */
@@ -69,14 +74,30 @@ export function resolveFormat(explicit: FormatConfig | undefined, names: string[
   throw new ConfigError(`unable to automatically determine the format for file '${names[0] ?? ''}'. explicit format configuration required: set parser.format.type to csv, json, avro, protobuf or w3cExtendedLog`);
 }
 
+interface TextParser {
+  push(text: string): JsonObject[];
+  end(): JsonObject[];
+  position?(): number | null;
+  resumeConfig?(): CsvResume | null;
+}
+
 class TextDecoderChain implements RecordDecoder {
   readonly #charset: CharsetDecoder;
-  readonly #parser: { push(text: string): JsonObject[]; end(): JsonObject[] };
+  readonly #parser: TextParser;
   readonly #after: ((r: JsonObject) => void) | null;
-  constructor(charset: CharsetDecoder, parser: { push(text: string): JsonObject[]; end(): JsonObject[] }, after: ((r: JsonObject) => void) | null) {
+  constructor(charset: CharsetDecoder, parser: TextParser, after: ((r: JsonObject) => void) | null) {
     this.#charset = charset;
     this.#parser = parser;
     this.#after = after;
+  }
+  /** Text offsets equal source offsets only for UTF-8 (plus a stripped BOM). */
+  position(): number | null {
+    if (this.#charset.encoding !== 'utf-8') return null;
+    const p = this.#parser.position?.() ?? null;
+    return p === null ? null : p + this.#charset.bomLength;
+  }
+  resumeConfig(): CsvResume | null {
+    return this.#parser.resumeConfig?.() ?? null;
   }
   push(chunk: Uint8Array): JsonObject[] {
     const text = this.#charset.push(chunk);
@@ -119,6 +140,8 @@ class BinaryDecoder implements RecordDecoder {
 export interface DecoderOptions {
   datetimes: DatetimeNormalizer;
   onSkippedRow?: (error: DecodeError) => void;
+  /** Parse from the middle of a CSV file: these headers and this dialect, UTF-8, no skipLines. */
+  csvResume?: CsvResume;
 }
 
 /**
@@ -129,7 +152,10 @@ export async function createRecordDecoder(format: ResolvedFormat, options: Decod
   const dt = options.datetimes;
   switch (format.type) {
     case 'csv': {
-      const config = format.config ?? {};
+      const r = options.csvResume;
+      const config = r
+        ? { ...format.config, headers: r.headers, delimiter: r.delimiter, quote: r.quote, escape: r.escape, lineEnding: r.lineEnding, skipLines: 0, encoding: 'UTF-8' } as NonNullable<typeof format.config>
+        : format.config ?? {};
       const parser = new CsvRecordParser({ config, datetimes: dt, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
       return new TextDecoderChain(new CharsetDecoder({ encoding: config.encoding ?? null }), parser, null);
     }

@@ -44,6 +44,11 @@ export class JsonRecordParser {
     return this.#parse(true);
   }
 
+  /** UTF-8 bytes of text after which the next value starts, or null inside a top-level array. */
+  position(): number | null {
+    return this.#array === 'none' ? this.#bytes : null;
+  }
+
   #where(at: number): { line: number; byteOffset: number } {
     const prefix = this.#buf.slice(0, at);
     let line = this.#line;

@@ -10,6 +10,7 @@ import { ConfigError } from './errors.ts';
 import { createRecordDecoder, drainEnd, resolveFormat } from './formats.ts';
 import type { RecordDecoder, ResolvedFormat } from './formats.ts';
 import type { ParserConfig } from './schema.ts';
+import type { CsvResume } from './csv.ts';
 
 export interface FileMeta {
   /** Name used for format and compression detection (last path segment of the URL). */
@@ -24,6 +25,18 @@ export interface ParseEvents {
   onCompression?: (c: ResolvedCompression, by: string) => void;
   onFormat?: (f: ResolvedFormat, member: string | null) => void;
   onSkippedRow?: (error: DecodeError) => void;
+  /**
+   * Updated before each batch: the raw byte offset after which the next record starts (known only for
+   * uncompressed UTF-8 CSV without errorThreshold, and JSON outside a top-level array), and the CSV
+   * header/dialect; a later session resumes there with a Range request.
+   */
+  tracker?: { position: number | null; csv: CsvResume | null };
+}
+
+export interface ResumeFrom {
+  /** Raw byte offset the body starts at (the body is the rest of the file). */
+  byteOffset: number;
+  csv?: CsvResume | undefined;
 }
 
 /** Reads the first `n` bytes (or fewer at the end) and returns them with a stream replaying everything. */
@@ -60,7 +73,7 @@ export function checkParserConfig(parser: ParserConfig | undefined): void {
 }
 
 /** Parses one file's body into record batches (records carry no `_meta` yet). */
-export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}): AsyncGenerator<JsonObject[]> {
+export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<JsonObject[]> {
   let datetimes: DatetimeNormalizer;
   try {
     datetimes = new DatetimeNormalizer(parser?.defaultOffset ?? '+00:00');
@@ -77,22 +90,43 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
     if (!(err instanceof ConfigError) || /unsupported format/.test(err.message)) throw err;
   }
   const { head, rest } = await peek(body, 32);
-  const { compression, by } = resolveCompression({ explicit: parser?.compression ?? null, filename: meta.filename, contentEncoding: meta.contentEncoding, contentType: meta.contentType, head });
+  const { compression, by } = resume
+    ? { compression: 'none' as const, by: 'resume' }
+    : resolveCompression({ explicit: parser?.compression ?? null, filename: meta.filename, contentEncoding: meta.contentEncoding, contentType: meta.contentType, head });
   events.onCompression?.(compression, by);
   let decoder: RecordDecoder | null = null;
   const decoderFor = (member: string | null): Promise<RecordDecoder> => {
     const format = outerFormat ?? resolveFormat(explicitFormat, member ? [...names, member.split('/').pop() ?? member] : names, meta.contentType);
     events.onFormat?.(format, member);
-    return createRecordDecoder(format, { datetimes, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}) });
+    return createRecordDecoder(format, { datetimes, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}) });
+  };
+  const tracker = events.tracker;
+  const base = resume?.byteOffset ?? 0;
+  const track = (d: RecordDecoder): void => {
+    if (!tracker) return;
+    const p = compression === 'none' ? (d.position?.() ?? null) : null;
+    tracker.position = p === null ? null : base + p;
+    tracker.csv = d.resumeConfig?.() ?? null;
+  };
+  // Batches from end() (and zip members' ends) carry no resumable position.
+  const untrack = (): void => {
+    if (tracker) tracker.position = null;
   };
   for await (const ev of decompress(rest, compression)) {
     if ('member' in ev) {
-      if (decoder) yield* drainEnd(decoder);
+      if (decoder) {
+        for (const batch of drainEnd(decoder)) { untrack(); yield batch; }
+      }
       decoder = await decoderFor(ev.member);
       continue;
     }
     const records = (decoder as RecordDecoder).push(ev.data);
-    if (records.length) yield records;
+    if (records.length) {
+      track(decoder as RecordDecoder);
+      yield records;
+    }
   }
-  if (decoder) yield* drainEnd(decoder);
+  if (decoder) {
+    for (const batch of drainEnd(decoder)) { untrack(); yield batch; }
+  }
 }

@@ -7,7 +7,7 @@ import iconv from 'iconv-lite';
 import type { JsonObject } from '@sluice/runtime';
 import { createHttpFileConnector, recommendedName } from '../src/index.ts';
 import { FIXTURES, LAST_MODIFIED, applyCheckpoints, openRequest, runProtocol, startServer } from './helpers.ts';
-import type { FileServer } from './helpers.ts';
+import type { FileServer, Route } from './helpers.ts';
 import { PROTO, avroFile, expectedAvroDoc, gzipSync, zipSync, zstdCompressSync } from './fixtures.ts';
 import { compileMessageType } from '../src/protobuf.ts';
 
@@ -189,20 +189,40 @@ describe('connector', () => {
     }
   });
 
-  test('resume after a crash mid-file: no duplicate and no missing offset', async () => {
-    const full = await capture('/data.csv');
-    // The session died after the second checkpoint: the runtime kept the state up to it.
-    const cut = full.responses.findIndex((r, i) => 'checkpoint' in r && full.responses.slice(0, i + 1).filter((x) => 'checkpoint' in x).length === 3);
-    const committed = full.responses.slice(0, cut + 1);
-    const docsCommitted = committed.filter((r) => 'captured' in r).map((r) => (r['captured'] as JsonObject)['doc'] as JsonObject);
-    const state = applyCheckpoints({}, committed.filter((r) => 'checkpoint' in r).map((r) => r['checkpoint'] as JsonObject));
-    assert.equal(((state['bindingStateV1'] as JsonObject)['data'] as JsonObject)['complete'], false);
-    const resumed = await capture('/data.csv', undefined, state);
-    assert.equal(resumed.error, undefined);
-    const offsets = [...docsCommitted, ...resumed.docs].map((d) => (d['_meta'] as JsonObject)['offset']);
-    assert.deepEqual(offsets, Array.from({ length: 10 }, (_, i) => i));
-    assert.ok(resumed.logs.some((l) => /resuming the capture of this version of the file after 6 documents/.test(l.msg)));
-  });
+  const RESUME_N = 6000; // > 64 KiB, so CSV rows flow before the end of the file
+  const RESUME_ROWS = Array.from({ length: RESUME_N }, (_, i) => `${i},"v ${i}, é"`).join('\n');
+  const resumeCases: [string, Route, object | undefined, 'Range' | 'skip'][] = [
+    ['/r.csv', { body: `id,value\n${RESUME_ROWS}\n`, slowChunk: 4096, slowDelayMs: 0 }, undefined, 'Range'],
+    ['/r-bom-skip.csv', { body: `\ufeffjunk\nid;value\n${RESUME_ROWS.replaceAll(',"', ';"')}\r\n`, slowChunk: 4096, slowDelayMs: 0 }, { format: { type: 'csv', config: { skipLines: 1 } } }, 'Range'],
+    ['/r.jsonl', { body: Array.from({ length: RESUME_N }, (_, i) => JSON.stringify({ id: i, value: `v ${i}, é` })).join('\n'), slowChunk: 4096, slowDelayMs: 0 }, undefined, 'Range'],
+    ['/r.csv.gz', { body: gzipSync(`id,value\n${RESUME_ROWS}\n`), slowChunk: 4096, slowDelayMs: 0 }, undefined, 'skip'],
+    ['/r-threshold.csv', { body: `id,value\n${RESUME_ROWS}\n`, slowChunk: 4096, slowDelayMs: 0 }, { format: { type: 'csv', config: { errorThreshold: 10 } } }, 'skip'],
+  ];
+  for (const [path, route, parser, how] of resumeCases) {
+    test(`resume after a crash mid-file (${path}, by ${how}): no duplicate and no missing offset`, async () => {
+      server.routes.set(path, route);
+      const full = await capture(path, parser);
+      assert.equal(full.error, undefined, full.error?.message);
+      assert.equal(full.docs.length, RESUME_N);
+      // The session died after its third checkpoint: the runtime kept the state up to it.
+      let seen = 0;
+      const cut = full.responses.findIndex((r) => 'checkpoint' in r && ++seen === 3);
+      const committed = full.responses.slice(0, cut + 1);
+      const docsCommitted = committed.filter((r) => 'captured' in r).map((r) => (r['captured'] as JsonObject)['doc'] as JsonObject);
+      const state = applyCheckpoints({}, committed.filter((r) => 'checkpoint' in r).map((r) => r['checkpoint'] as JsonObject));
+      const saved = (state['bindingStateV1'] as JsonObject)['data'] as JsonObject;
+      assert.equal(saved['complete'], false);
+      assert.ok((saved['records'] as number) > 0 && (saved['records'] as number) < RESUME_N);
+      assert.equal(typeof saved['byteOffset'] === 'number', how === 'Range', JSON.stringify(saved));
+      const before = server.requests.length;
+      const resumed = await capture(path, parser, state);
+      assert.equal(resumed.error, undefined, resumed.error?.message);
+      const get = server.requests.slice(before).find((r) => r.method === 'GET');
+      assert.equal(get?.headers.range, how === 'Range' ? `bytes=${saved['byteOffset']}-` : undefined);
+      assert.deepEqual([...docsCommitted, ...resumed.docs], full.docs);
+      assert.ok(resumed.logs.some((l) => new RegExp(`resuming the capture of this version of the file after ${saved['records']} documents`).test(l.msg)));
+    });
+  }
 
   test('resume from an upstream-shaped state (minBound only) skips an old file', async () => {
     const run = await capture('/data.csv', undefined, { bindingStateV1: { data: { minBound: '2016-01-01T00:00:00Z', maxBound: null, maxMod: null, path: '', records: 0, complete: false } } });

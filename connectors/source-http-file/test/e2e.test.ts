@@ -37,14 +37,15 @@ function run(requests: object[], options: { npx?: boolean; env?: Record<string, 
   return new Promise((resolve) => child.on('close', (code, signal) => resolve({ lines, stderr, code, signal })));
 }
 
-const ROWS = 600;
+const ROWS = 20_000;
 const CSV = `id,value\n${Array.from({ length: ROWS }, (_, i) => `${i},v${i}`).join('\n')}\n`;
 
 describe('source-http-file as a process', () => {
   let server: FileServer;
   before(async () => {
     server = await startServer({
-      '/big.csv.gz': { body: gzipSync(CSV), slowChunk: 64, slowDelayMs: 1 },
+      '/big.csv.gz': { body: gzipSync(CSV), slowChunk: 2048, slowDelayMs: 1 },
+      '/big.csv': { body: CSV, slowChunk: 8192, slowDelayMs: 1 },
       '/small.csv': { body: 'a,b\n1,2\n3,4\n', etag: '"s"' },
       '/no-lm.csv': { body: 'a\n1\n', noLastModified: true },
     });
@@ -114,22 +115,31 @@ describe('source-http-file as a process', () => {
     }
   });
 
-  test('resume after a crash mid-file: no duplicate and no missing offset', async () => {
-    const env = { HTTP_FILE_CHECKPOINT_EVERY: '50' };
-    const crashed = await run([openRequest({ url: server.url('/big.csv.gz') })], {
-      env,
-      killAfter: (lines) => lines.filter((l) => 'checkpoint' in l).length === 4,
+  for (const [path, how] of [['/big.csv.gz', 'skipping'], ['/big.csv', 'Range']] as const) {
+    test(`resume after a crash mid-file (${path}, by ${how}): no duplicate and no missing offset`, async () => {
+      const env = { HTTP_FILE_CHECKPOINT_EVERY: '500' };
+      const crashed = await run([openRequest({ url: server.url(path) })], {
+        env,
+        killAfter: (lines) => lines.filter((l) => 'checkpoint' in l).length === 4,
+      });
+      assert.equal(crashed.signal, 'SIGKILL');
+      // What the runtime committed: everything up to the last checkpoint line.
+      const lastCp = crashed.lines.map((l) => 'checkpoint' in l).lastIndexOf(true);
+      const committed = crashed.lines.slice(0, lastCp + 1);
+      const state = applyCheckpoints({}, committed.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
+      const binding = (state['bindingStateV1'] as JsonObject)['data'] as JsonObject;
+      const records = binding['records'] as number;
+      assert.ok(records > 0 && records < ROWS, `crashed mid-file (records ${records})`);
+      assert.equal(typeof binding['byteOffset'] === 'number', how === 'Range');
+      const before = server.requests.length;
+      const resumed = await run([openRequest({ url: server.url(path) }, state)], { env });
+      assert.equal(resumed.code, 0, resumed.stderr);
+      const get = server.requests.slice(before).find((r) => r.method === 'GET');
+      assert.equal(get?.headers.range, how === 'Range' ? `bytes=${binding['byteOffset']}-` : undefined);
+      const offsets = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => (((l['captured'] as JsonObject)['doc'] as JsonObject)['_meta'] as JsonObject)['offset']);
+      assert.deepEqual(offsets, Array.from({ length: ROWS }, (_, i) => i));
+      const values = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => ((l['captured'] as JsonObject)['doc'] as JsonObject)['value']);
+      assert.deepEqual(values, Array.from({ length: ROWS }, (_, i) => `v${i}`));
     });
-    assert.equal(crashed.signal, 'SIGKILL');
-    // What the runtime committed: everything up to the last checkpoint line.
-    const lastCp = crashed.lines.map((l) => 'checkpoint' in l).lastIndexOf(true);
-    const committed = crashed.lines.slice(0, lastCp + 1);
-    const state = applyCheckpoints({}, committed.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
-    const records = ((state['bindingStateV1'] as JsonObject)['data'] as JsonObject)['records'] as number;
-    assert.ok(records > 0 && records < ROWS, `crashed mid-file (records ${records})`);
-    const resumed = await run([openRequest({ url: server.url('/big.csv.gz') }, state)], { env });
-    assert.equal(resumed.code, 0, resumed.stderr);
-    const offsets = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => (((l['captured'] as JsonObject)['doc'] as JsonObject)['_meta'] as JsonObject)['offset']);
-    assert.deepEqual(offsets, Array.from({ length: ROWS }, (_, i) => i));
-  });
+  }
 });
