@@ -18,5 +18,7 @@ export { commitCheckpoint, installFence } from './fence.ts';
 export type { Fence, FenceSpec } from './fence.ts';
 export { FLOW_DELETE_COLUMN, SqlTransactor } from './transactor.ts';
 export type { SqlTransactorOptions } from './transactor.ts';
+export { estimateRowBytes, stageByBinding } from './staged.ts';
+export type { BindingStaging, Routed, SpillOptions, StageOptions, StagingStats } from './staged.ts';
 export { sqlMaterializeConnector } from './materialization.ts';
 export type { SqlEndpoint } from './materialization.ts';

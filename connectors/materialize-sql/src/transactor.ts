@@ -7,6 +7,8 @@ import type { Column, Table } from './table.ts';
 import type { Fence } from './fence.ts';
 import { commitCheckpoint } from './fence.ts';
 import { SqlError } from './errors.ts';
+import { stageByBinding } from './staged.ts';
+import type { SpillOptions, StagingStats } from './staged.ts';
 
 export interface SqlTransactorOptions {
   dialect: Dialect;
@@ -19,8 +21,13 @@ export interface SqlTransactorOptions {
   fence: Fence;
   /** Delete rows of deletion documents (standard tables) instead of storing them. */
   hardDelete: boolean;
-  /** Rows buffered per binding before a bulk insert (bounds memory). */
+  /** Direct flow: load keys buffered per binding before a bulk insert (bounds memory). */
   batchRows?: number;
+  /**
+   * Staged flow: rows of bindings other than the one streaming live are spilled (memory budget, then a temp
+   * file) so each binding gets exactly one bulk load per transaction (see staged.ts).
+   */
+  spill?: SpillOptions;
 }
 
 function bulkTarget(t: { name: string; identifier: string }, columns: Column[], extra: BulkTarget['columns'] = []): BulkTarget {
@@ -34,7 +41,7 @@ function bulkTarget(t: { name: string; identifier: string }, columns: Column[], 
 /** The `_flow_delete` flag column of staged store tables. */
 export const FLOW_DELETE_COLUMN = '_flow_delete';
 
-interface StagedState { rows: SqlParam[][]; hasData: boolean; needsMerge: boolean }
+interface StagedState { hasData: boolean; needsMerge: boolean }
 
 export class SqlTransactor implements Transactor {
   readonly #o: SqlTransactorOptions;
@@ -45,6 +52,7 @@ export class SqlTransactor implements Transactor {
   #loadTablesCreated = false;
   #storeTablesCreated = false;
   #loadSql: string | undefined;
+  #stagingStats: { load?: StagingStats; store?: StagingStats } = {};
 
   constructor(options: SqlTransactorOptions) {
     this.#o = options;
@@ -82,7 +90,13 @@ export class SqlTransactor implements Transactor {
     return row;
   }
 
+  /** What the last staged load and store did (bulk loads, spills): for tests and diagnostics. */
+  get stagingStats(): { load?: StagingStats; store?: StagingStats } {
+    return this.#stagingStats;
+  }
+
   async load(loads: AsyncIterable<DecodedLoad>, loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
+    if (this.#o.dialect.storeFlow === 'staged') return this.#loadStaged(loads, loaded);
     const { dialect, loadConn } = this.#o;
     const tpl = dialect.templates;
     const buffers = new Map<number, SqlParam[][]>();
@@ -184,29 +198,83 @@ export class SqlTransactor implements Transactor {
     }
   }
 
+  /** Read the load join's rows and hand each document to the runtime. */
+  async #emitLoaded(loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
+    if (this.#loadSql === undefined) return;
+    for await (const row of this.#o.loadConn.queryRows(this.#loadSql)) {
+      const binding = Number(row.binding);
+      const text = row.doc;
+      const doc: unknown = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8'));
+      await loaded(binding, doc as JsonObject);
+    }
+  }
+
+  /**
+   * Staged loads: each binding's keys reach its load temp table through ONE bulk load fed as the runtime sends
+   * them (other bindings' keys spill meanwhile), then one load query, truncates and commit.
+   */
+  async #loadStaged(loads: AsyncIterable<DecodedLoad>, loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
+    const { dialect, loadConn } = this.#o;
+    const tpl = dialect.templates;
+    let begun = false;
+    try {
+      const stats = await stageByBinding(loads, (l) => {
+        const t = this.#table(l.binding);
+        if (t.deltaUpdates || t.document === undefined) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
+        return { binding: l.binding, row: this.#params(t.keys, l.key, 'key', t) };
+      }, {
+        beforeFirst: async () => {
+          await this.#ensureLoadTables();
+          await loadConn.begin();
+          begun = true;
+        },
+        bulk: (b, rows) => {
+          const t = this.#table(b);
+          return loadConn.bulkInsert(bulkTarget(tpl.loadTable(t), t.keys), rows);
+        },
+        ...(this.#o.spill === undefined ? {} : { spill: this.#o.spill }),
+      });
+      this.#stagingStats.load = stats;
+      if (!begun) return;
+      await this.#emitLoaded(loaded);
+      for (const b of stats.bindings.keys()) await loadConn.exec(tpl.truncateLoad(this.#table(b)));
+      await loadConn.commit();
+      begun = false;
+    } finally {
+      if (begun) await loadConn.rollback().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Staged stores: each binding's rows reach its store temp table through ONE bulk load fed as the runtime
+   * sends them (rows of other bindings spill meanwhile). Per binding: whether any row is stored, and whether
+   * any stored key existed or is deleted (→ MERGE at commit, else INSERT … SELECT).
+   */
   async #storeStaged(stores: AsyncIterable<DecodedStore>): Promise<void> {
-    const tpl = this.#o.dialect.templates;
-    const hardDelete = this.#o.hardDelete;
-    const flushRows = async (t: Table, state: StagedState) => {
-      if (state.rows.length === 0) return;
-      const target = bulkTarget(tpl.storeTable!(t), t.columns, [{ name: FLOW_DELETE_COLUMN, identifier: this.#o.dialect.quoteIdentifier(FLOW_DELETE_COLUMN), ddl: 'boolean', nullable: false }]);
-      await this.#o.storeConn.bulkInsert(target, state.rows);
-      state.rows = [];
-    };
-    for await (const s of stores) {
+    const { dialect, storeConn, hardDelete } = this.#o;
+    const tpl = dialect.templates;
+    const flag = { name: FLOW_DELETE_COLUMN, identifier: dialect.quoteIdentifier(FLOW_DELETE_COLUMN), ddl: 'boolean', nullable: false };
+    if (tpl.storeTable === undefined) throw new SqlError(`dialect ${dialect.name} has a staged store flow but no storeTable template`);
+    const storeTable = tpl.storeTable;
+    this.#stagingStats.store = await stageByBinding(stores, (s) => {
       const t = this.#table(s.binding);
       const del = hardDelete && !t.deltaUpdates && s.delete;
-      if (del && !s.exists) continue;
-      let state = this.#staged.get(s.binding);
-      if (state === undefined) this.#staged.set(s.binding, (state = { rows: [], hasData: false, needsMerge: false }));
-      const row = this.#rowOf(t, s);
+      // A deletion of a key never stored has nothing to delete.
+      if (del && !s.exists) return undefined;
+      const row: SqlParam[] = this.#rowOf(t, s);
       row.push(del);
-      state.rows.push(row);
+      let state = this.#staged.get(s.binding);
+      if (state === undefined) this.#staged.set(s.binding, (state = { hasData: false, needsMerge: false }));
       state.hasData = true;
       if (s.exists || del) state.needsMerge = true;
-      if (state.rows.length >= this.#batch) await flushRows(t, state);
-    }
-    for (const [b, state] of this.#staged) await flushRows(this.#table(b), state);
+      return { binding: s.binding, row };
+    }, {
+      bulk: (b, rows) => {
+        const t = this.#table(b);
+        return storeConn.bulkInsert(bulkTarget(storeTable(t), t.columns, [flag]), rows);
+      },
+      ...(this.#o.spill === undefined ? {} : { spill: this.#o.spill }),
+    });
   }
 
   async startCommit(runtimeCheckpoint: RuntimeCheckpoint): Promise<void> {
