@@ -287,7 +287,8 @@ export class HttpClient {
         const g = await this.#sendRetryable('GET', {});
         if ((g.res.statusCode ?? 0) >= 400) throw await this.#statusError('GET', g.res);
         g.res.destroy();
-        throw await this.#statusError('HEAD', r.res);
+        // GET works but HEAD does not (e.g. a URL signed for GET only): HEAD is a prerequisite.
+        throw new ConfigError(`the server refused the HEAD request for ${shown} (${statusText(status)}) although GET works: the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected (a URL signed for GET only cannot be used)`);
       }
       return r;
     });

@@ -30,6 +30,7 @@ describe('http client', () => {
       '/no-head.csv': { body: 'x', headStatus: 405 },
       '/not-impl.csv': { body: 'x', headStatus: 501 },
       '/no-lm.csv': { body: 'x', noLastModified: true },
+      '/head-forbidden.csv': { body: 'x', headStatus: 403 },
       '/bad-lm.csv': { body: 'x', lastModified: 'yesterday-ish' },
       '/private.csv': { body: 'secret', auth: 'alice:s3cret' },
       '/forbidden.csv': { body: 'x', status: 403, headers: { 'content-type': 'text/plain' } },
@@ -59,6 +60,10 @@ describe('http client', () => {
   test('bad input: HEAD refused (405, 501)', async () => {
     await assert.rejects(client(server.url('/no-head.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/no-head.csv')} (405 Method Not Allowed): the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected`);
     await assert.rejects(client(server.url('/not-impl.csv')).head(), (e: unknown) => e instanceof ConfigError && /\(501 Not Implemented\): the server must answer HEAD requests/.test(e.message));
+  });
+
+  test('bad input: HEAD forbidden while GET works (URL signed for GET only)', async () => {
+    await assert.rejects(client(server.url('/head-forbidden.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/head-forbidden.csv')} (403 Forbidden) although GET works: the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected (a URL signed for GET only cannot be used)`);
   });
 
   test('bad input: no Last-Modified', async () => {
