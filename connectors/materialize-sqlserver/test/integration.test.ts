@@ -137,6 +137,68 @@ describe('SQL Server integration', () => {
     assert.deepEqual(opened.runtimeCheckpoint, { sources: { one: { readThrough: '2' } } });
   });
 
+  it('materializes multi-binding transactions whose stores and loads interleave (one bulk load per binding, spilled past the memory budget)', { skip }, async () => {
+    const name: Projection = { field: 'name', ptr: '/name', inference: { types: ['string'] } };
+    const m = spec(`test/interleave-${suffix}`, [
+      simple('il_a', schema, [name], ['name']),
+      simple('il_b', schema, [name], ['name']),
+      simple('il_log', schema, [name], ['name'], true),
+    ], config);
+    await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    const { transactor } = await connector.open({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, version: 'v1', state: {} });
+    const N = 3000;
+    const pad = 'x'.repeat(2000); // rows of ~8 KiB in memory: the two spilled bindings exceed the 16 MiB budget
+    const st = (binding: number, id: number, tag: string, o: Partial<DecodedStore> = {}): DecodedStore => ({
+      binding, key: [id], values: [`${tag}-${id}-${pad}`], keyPacked: '', exists: false, delete: false,
+      ...(binding === 2 ? {} : { doc: { id, name: `${tag}-${id}-${pad}` } }), ...o,
+    });
+    try {
+      await transactor.acknowledge();
+      await transactor.load(iter<DecodedLoad>([]), async () => undefined);
+      async function* first(): AsyncIterable<DecodedStore> {
+        for (let i = 0; i < N; i++) { yield st(0, i, 'a1'); yield st(1, i, 'b1'); yield st(2, i, 'l1'); }
+      }
+      await transactor.store(first());
+      await transactor.startCommit({ sources: { il: { readThrough: '1' } } });
+
+      await transactor.acknowledge();
+      const loaded = new Map<number, number>();
+      async function* loads(): AsyncIterable<DecodedLoad> {
+        for (let i = 0; i < N + 10; i += 2) { yield { binding: 1, key: [i], keyPacked: '' }; yield { binding: 0, key: [i], keyPacked: '' }; }
+      }
+      let sample: JsonObject | undefined;
+      await transactor.load(loads(), async (b, d) => {
+        loaded.set(b, (loaded.get(b) ?? 0) + 1);
+        if (b === 1 && d.id === 4) sample = d;
+      });
+      assert.deepEqual([loaded.get(0), loaded.get(1)], [N / 2, N / 2]);
+      assert.deepEqual(sample, { id: 4, name: `b1-4-${pad}` });
+      async function* second(): AsyncIterable<DecodedStore> {
+        for (let i = 0; i < N; i += 2) {
+          yield st(1, i, 'b2', { exists: true, delete: i % 4 === 0 }); // binding 1 first: the live one this time
+          yield st(0, i, 'a2', { exists: true });
+          yield st(2, i, 'l2');
+        }
+        yield st(0, N, 'a2');
+      }
+      await transactor.store(second());
+      await transactor.startCommit({ sources: { il: { readThrough: '2' } } });
+    } finally { await transactor.close?.(); }
+
+    const conn = await client.connect();
+    try {
+      const count = async (sql: string) => Number((await conn.query(sql))[0]!.n);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_a;`), N + 1);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_a WHERE name LIKE N'a2-%';`), N / 2 + 1);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_b;`), N - N / 4);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_b WHERE id % 4 = 0;`), 0);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_b WHERE name LIKE N'b2-%';`), N / 4);
+      assert.equal(await count(`SELECT COUNT(*) AS n FROM "${schema}".il_log;`), N + N / 2);
+      const [row] = await conn.query(`SELECT name FROM "${schema}".il_a WHERE id = 2;`);
+      assert.equal(row!.name, `a2-2-${pad}`);
+    } finally { await conn.close(); }
+  });
+
   it('fences off a zombie: the older instance cannot commit after a newer one opened', { skip }, async () => {
     const m = spec(`test/fence-${suffix}`, [simple('fenced', schema, [], [])], config);
     await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });

@@ -21,6 +21,8 @@ class FakeConnection implements Connection {
   async query(sql: string): Promise<SqlRow[]> { this.calls.push({ op: 'query', sql }); return this.#answer(sql)?.rows ?? []; }
   async *queryRows(sql: string): AsyncIterable<SqlRow> { this.calls.push({ op: 'queryRows', sql }); yield* this.#answer(sql)?.rows ?? []; }
   async bulkInsert(target: BulkTarget, rows: AsyncIterable<readonly SqlParam[]> | Iterable<readonly SqlParam[]>): Promise<number> {
+    // A stream, never a materialized batch: the transactor feeds the bulk load as the runtime sends rows.
+    assert.ok(!Array.isArray(rows) && typeof (rows as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function', `bulk rows for ${target.name} are not an async iterable`);
     const got: SqlParam[][] = [];
     for await (const r of rows) got.push([...r]);
     // Every row must convert through the driver mapping the real client uses.
@@ -128,6 +130,38 @@ describe('SQL Server transactor (fake client)', () => {
     assert.deepEqual(kv.rows!.map((r) => r.at(-1)), [false, true]);
     assert.deepEqual(kv.rows!.map((r) => r.at(-2)), ['{"id":1}', '{"id":2}']);
     assert.equal(kv.rows![0]![kv.columns!.indexOf('string')], 'updated');
+  });
+
+  it('interleaved bindings in one transaction: one bulk load per temp table, MERGE / INSERT…SELECT per binding, one commit', async () => {
+    const storeConn = new FakeConnection();
+    const t = transactor(new FakeConnection(), storeConn, true);
+    const input: DecodedStore[] = [];
+    for (let i = 0; i < 50; i++) {
+      input.push(store(1, [`k${i}`], [i, '2024-05-01T00:00:00Z']));
+      input.push(store(0, [i, i % 2 === 0, new Uint8Array([i])], kvValues({ string: `s${i}` }), { exists: i === 49, delete: i === 49 }));
+      if (i % 10 === 0) input.push(store(2, ['2024-05-01T00:00:00Z', `id${i}`], []));
+    }
+    await t.store(iter(input));
+    await t.startCommit({ interleaved: true });
+    const tpl = dialect.templates;
+    assert.deepEqual(storeConn.ops().slice(tables.length), [
+      'begin',
+      'bulk: #flow_temp_store_1 (50 rows)', // the first binding streams live
+      'bulk: #flow_temp_store_0 (50 rows)', // the others were spilled meanwhile
+      'bulk: #flow_temp_store_2 (5 rows)',
+      `exec: ${tpl.copyFromStore!(tables[1]!).split('\n')[0]}`,
+      'exec: TRUNCATE TABLE #flow_temp_store_1;',
+      `exec: ${tpl.mergeFromStore!(tables[0]!).split('\n')[0]}`, // key 49 existed and is deleted
+      'exec: TRUNCATE TABLE #flow_temp_store_0;',
+      `exec: ${tpl.copyFromStore!(tables[2]!).split('\n')[0]}`,
+      'exec: TRUNCATE TABLE #flow_temp_store_2;',
+      `exec: ${tpl.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, '{"interleaved":true}').split('\n')[0]}`,
+      'commit',
+    ]);
+    const kv = storeConn.calls.find((c) => c.target === '#flow_temp_store_0')!;
+    assert.deepEqual(kv.rows!.map((r) => r[0]), Array.from({ length: 50 }, (_, i) => i));
+    assert.deepEqual(kv.rows!.map((r) => r.at(-1)).filter((f) => f === true).length, 1);
+    assert.equal(t.stagingStats.store!.bulkLoads, 3);
   });
 
   it('with soft deletes, a deletion is stored as a row (flag 0)', async () => {
