@@ -94,7 +94,11 @@ export class JsonLogger implements Logger {
     } catch (err) {
       line = JSON.stringify({ level, msg, fields: { unserializableFields: String(err) } });
     }
-    this.sink.write(line + '\n');
+    try {
+      this.sink.write(line + '\n');
+    } catch {
+      // A log line must never fail the caller (a closed stderr reports itself on the stream).
+    }
   }
 }
 

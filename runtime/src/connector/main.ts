@@ -2,6 +2,9 @@
 // Decides, once, how a failure is reported: user-facing errors as one error line; anything else in
 // full first, then a one-line summary — the last stderr line is what the user sees. Exit 1 on
 // failure, 0 on success; SIGTERM/SIGINT end the session cleanly.
+// A broken stdout or stderr (EPIPE: the runtime that started us is gone) ends the process at once,
+// without logging: Node revives process.stdout/stderr after each error, so logging a pipe error to a
+// broken stderr would raise another one, forever (an orphan spinning at 100% CPU, holding its locks).
 import { SluiceError } from '../errors.ts';
 import { JsonLogger } from '../log.ts';
 import { serveCapture } from './capture.ts';
@@ -14,6 +17,13 @@ export interface MainOptions extends ServeOptions {
   exit?: (code: number) => void;
   /** Install SIGTERM/SIGINT handlers (default true). */
   handleSignals?: boolean;
+  /**
+   * Ends the process at once, without flushing (a broken stdout/stderr, a failure while reporting a
+   * failure). Defaults to process.exit; defaults to `exit` when only that is given (tests).
+   */
+  exitNow?: (code: number) => void;
+  /** Most this long is spent flushing stdout/stderr before exiting (default 10 s). */
+  exitFlushTimeoutMs?: number;
 }
 
 export const PROTO_CODEC_ERROR =
@@ -53,16 +63,29 @@ function flushStream(stream: NodeJS.WritableStream & { destroyed?: boolean; writ
   });
 }
 
-async function defaultExit(code: number): Promise<void> {
-  await Promise.all([flushStream(process.stdout), flushStream(process.stderr)]);
+/** Flushes stdout/stderr (bounded: a peer that stops reading cannot keep us alive), then exits. */
+async function defaultExit(code: number, timeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, timeoutMs);
+  });
+  await Promise.race([Promise.all([flushStream(process.stdout), flushStream(process.stderr)]), timeout]);
+  clearTimeout(timer);
   process.exit(code);
+}
+
+/** True for the error of a write to a pipe or socket whose reader is gone. */
+export function isBrokenPipe(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ECONNRESET' || code === 'ERR_STREAM_WRITE_AFTER_END';
 }
 
 /** Runs `serve` with the entry-point policy; returns the exit code it passed to `exit`. */
 export async function runMain(serve: (options: ServeOptions) => Promise<void>, options: MainOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
   const log: Logger = options.log ?? new JsonLogger({ ...(options.stderr ? { stream: options.stderr } : {}), env });
-  const exit = options.exit ?? ((code: number) => void defaultExit(code));
+  const exit = options.exit ?? ((code: number) => void defaultExit(code, options.exitFlushTimeoutMs ?? 10_000));
+  const exitNow = options.exitNow ?? options.exit ?? ((code: number) => process.exit(code));
   let code = 0;
   if ((env['FLOW_RUNTIME_CODEC'] ?? '').trim().toLowerCase() === 'proto') {
     log.error(PROTO_CODEC_ERROR);
@@ -75,15 +98,42 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
     controller.abort();
   };
   const handleSignals = options.handleSignals ?? true;
+  // `quiet`: nothing more is logged (the process is on its way out); `ended`: exitNow was called.
+  let quiet = false;
+  let ended = false;
+  const die = (exitCode: number): void => {
+    quiet = true;
+    if (ended) return;
+    ended = true;
+    exitNow(exitCode);
+  };
   const onUncaught = (err: unknown): void => {
-    reportFailure(log, err);
+    // A failure while a failure is being reported, or a pipe error: logging could only fail again.
+    if (quiet || isBrokenPipe(err)) {
+      die(1);
+      return;
+    }
+    quiet = true;
+    try {
+      reportFailure(log, err);
+    } catch {
+      // stderr is unusable; the exit code still says it failed
+    }
     exit(1);
   };
+  // Our stdout/stderr have nobody reading them (EPIPE): the runtime that started us is gone.
+  const onStdioError = (): void => die(1);
+  const stdio = [
+    ...(options.output === undefined ? [process.stdout] : []),
+    ...(options.stderr === undefined && options.log === undefined ? [process.stderr] : []),
+  ];
   if (handleSignals) {
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
     process.on('uncaughtException', onUncaught);
     process.on('unhandledRejection', onUncaught);
+    // Left installed after the session: a broken pipe while flushing before exit ends it too.
+    for (const stream of stdio) stream.on('error', onStdioError);
   }
   if (options.signal) {
     if (options.signal.aborted) controller.abort();
@@ -92,8 +142,16 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
   try {
     await serve({ ...options, env, log, signal: controller.signal });
   } catch (err) {
-    reportFailure(log, err);
     code = 1;
+    if (quiet || isBrokenPipe(err)) {
+      die(1);
+      return 1;
+    }
+    try {
+      reportFailure(log, err);
+    } catch {
+      // stderr is unusable; the exit code still says it failed
+    }
   } finally {
     if (handleSignals) {
       process.off('SIGTERM', onSignal);
@@ -102,6 +160,8 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
       process.off('unhandledRejection', onUncaught);
     }
   }
+  if (ended || quiet) return code;
+  quiet = true;
   exit(code);
   return code;
 }

@@ -1,0 +1,99 @@
+// Orphaned connectors: when the process that started a connector dies, the connector's stdin ends and
+// nobody reads its stdout/stderr any more (EPIPE). It must exit promptly — before the fix, logging the
+// pipe error to the broken stderr raised another one, forever (100% CPU, locks held).
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { describe, it } from 'node:test';
+
+const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
+const BIN = (name: string): string => new URL(`../bin/${name}`, import.meta.url).pathname;
+
+/** Running and not a zombie (an orphan is reaped by whoever adopted it, which may be slow to do so). */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** CPU time (user + system) of a process in clock ticks, or undefined once it is gone. */
+function cpuTicks(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[11]) + Number(fields[12]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Starts `connector` under a parent process, waits until it has answered, kills the parent with SIGKILL
+ * and returns how long the orphaned connector took to exit (or throws after `deadlineMs`).
+ */
+async function orphan(connector: string, requests: object[], deadlineMs = 20_000): Promise<number> {
+  const parent = spawn(process.execPath, [fixture('orphaning-parent.ts'), connector], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    env: { ...process.env, ORPHAN_REQUESTS: JSON.stringify(requests), LOG_LEVEL: 'info' },
+  });
+  const lines = createInterface({ input: parent.stdout })[Symbol.asyncIterator]();
+  let pid: number | undefined;
+  const startup = setTimeout(() => parent.kill('SIGKILL'), 60_000);
+  try {
+    while (pid === undefined) {
+      const next = await lines.next();
+      if (next.done === true) throw new Error('the parent ended before the connector answered (startup took over 60 s, or the connector failed)');
+      const msg = JSON.parse(next.value) as { pid?: number; exited?: unknown };
+      if (msg.exited) throw new Error(`the connector exited before it was orphaned: ${JSON.stringify(msg.exited)}`);
+      pid = msg.pid;
+    }
+  } finally {
+    clearTimeout(startup);
+  }
+  assert.ok(alive(pid), 'the connector runs before its parent dies');
+  parent.kill('SIGKILL');
+  await new Promise((resolve) => parent.once('close', resolve));
+  const killedAt = performance.now();
+  while (alive(pid)) {
+    if (performance.now() - killedAt > deadlineMs) {
+      const ticks = cpuTicks(pid);
+      process.kill(pid, 'SIGKILL');
+      throw new Error(`the orphaned connector (pid ${pid}) was still running ${deadlineMs} ms after its parent died (${ticks} CPU ticks used)`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  return performance.now() - killedAt;
+}
+
+const CAPTURE_OPEN = (config: object) => ({
+  open: {
+    capture: { name: 'acme/orphan', config: { apiKey: 'k', ...config }, bindings: [{ resourceConfig: { name: 'alpha' }, collection: { name: 'acme/alpha', key: ['/id'] } }] },
+    range: { keyEnd: 4294967295, rClockEnd: 4294967295 },
+  },
+});
+
+describe('orphaned connectors exit when their parent dies', () => {
+  it('a capture that logs while its stderr is broken (EPIPE on stderr mid-session)', async () => {
+    await orphan(fixture('chatty-capture.ts'), [CAPTURE_OPEN({})]);
+  });
+
+  it('a capture that keeps writing documents (EPIPE on stdout)', async () => {
+    await orphan(BIN('sluice-test-capture.ts'), [CAPTURE_OPEN({ count: 1_000_000, delayMs: 5 })]);
+  });
+
+  it('a materialization waiting for its next transaction (stdin ends, the error report meets EPIPE)', async () => {
+    await orphan(BIN('sluice-test-materialize.ts'), [{
+      open: {
+        materialization: {
+          name: 'acme/orphan', config: {},
+          bindings: [{ resourceConfig: { table: 'alpha' }, resourcePath: ['alpha'], collection: { name: 'acme/alpha', key: ['/id'] }, fieldSelection: { keys: ['id'], document: 'flow_document' } }],
+        },
+        range: { keyEnd: 4294967295, rClockEnd: 4294967295 },
+      },
+    }]);
+  });
+});
