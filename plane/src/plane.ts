@@ -1,13 +1,15 @@
 // The local plane: one journal store, the ingester's collection writers, and a runner per task.
 // Every (re)load of the catalog is a publication: load → build (connector validate + field
-// selection) → catalog tests → record the publication → apply → (re)start the tasks. A publication that
-// fails to load, build or test is recorded as such and the running tasks are left as they were.
-import type { CaptureSpec, MaterializationSpec } from '@sluice/runtime';
+// selection) → catalog tests → record the publication → apply and (re)start the tasks whose built spec
+// changed (unchanged ones keep running on the new build; removed ones stop). A publication that fails
+// to load, build or test is recorded as such and the running tasks are left as they were.
+import type { CaptureSpec, JsonObject, MaterializationSpec } from '@sluice/runtime';
 import { applyCapture, applyMaterialization, buildCapture, buildMaterialization } from './build/build.ts';
 import { loadCatalog } from './catalog/load.ts';
-import type { BuiltCapture, BuiltMaterialization, Catalog } from './catalog/types.ts';
+import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef } from './catalog/types.ts';
 import { publishedSpecsOf } from './control/publish.ts';
 import type { ControlRecorder, JobStatusType } from './control/recorder.ts';
+import { hashSpec } from './control/store.ts';
 import { createIngestHandler } from './ingest/ingest.ts';
 import { JournalStore } from './journals/store.ts';
 import { UuidProducer } from './journals/uuid.ts';
@@ -34,8 +36,14 @@ export interface PublishResult {
   pubId?: string;
   errors: string[];
   tests: TestOutcome[];
-  /** Apply results by task name. */
+  /** Apply results by task name (tasks started or restarted by this publication). */
   applied: { name: string; actionDescription: string }[];
+  /** Tasks (re)started by this publication. */
+  started: string[];
+  /** Running tasks whose built spec did not change: they moved to the new build without a restart. */
+  unchanged: string[];
+  /** Images upgraded by this publication (SPEC, Versioning). */
+  upgrades: { catalogName: string; from: string; to: string }[];
   catalog?: Catalog;
 }
 
@@ -81,7 +89,7 @@ export class LocalPlane {
       const errors = [(err as Error).message];
       const outcome = recorder.publish({ specs: [], detail, result: 'buildFailed', errors: errors.map((e) => ({ detail: e })) });
       log(`publication ${outcome.pubId} failed: ${errors[0]}`);
-      return { result: 'buildFailed', pubId: outcome.pubId, errors, tests: [], applied: [] };
+      return { result: 'buildFailed', pubId: outcome.pubId, errors, tests: [], applied: [], started: [], unchanged: [], upgrades: [] };
     }
 
     const errors: { detail: string; catalog_name?: string }[] = [];
@@ -91,21 +99,16 @@ export class LocalPlane {
       const last = this.#lastSpecs.get(name);
       return { launcher: this.launcher, version: '', apply: false, ...(last ? { last } : {}) };
     };
-    for (const def of catalog.captures.values()) {
-      if (def.disabled) continue;
-      try {
-        captures.push(await buildCapture(catalog, def, buildOpts(def.name)));
-      } catch (err) {
-        errors.push({ detail: (err as Error).message, catalog_name: def.name });
-      }
-    }
-    for (const def of catalog.materializations.values()) {
-      if (def.disabled) continue;
-      try {
-        materializations.push(await buildMaterialization(catalog, def, buildOpts(def.name)));
-      } catch (err) {
-        errors.push({ detail: (err as Error).message, catalog_name: def.name });
-      }
+    // Tasks build concurrently (each runs its connector's validate); results keep catalog order.
+    const built = await Promise.allSettled([
+      ...[...catalog.captures.values()].filter((d) => !d.disabled).map(async (def) => ({ kind: 'capture' as const, name: def.name, built: await buildCapture(catalog, def, buildOpts(def.name)) })),
+      ...[...catalog.materializations.values()].filter((d) => !d.disabled).map(async (def) => ({ kind: 'materialization' as const, name: def.name, built: await buildMaterialization(catalog, def, buildOpts(def.name)) })),
+    ]);
+    const order = [...catalog.captures.values(), ...catalog.materializations.values()].filter((d) => !d.disabled).map((d) => d.name);
+    for (const [i, r] of built.entries()) {
+      if (r.status === 'rejected') errors.push({ detail: (r.reason as Error).message, catalog_name: order[i]! });
+      else if (r.value.kind === 'capture') captures.push(r.value.built as BuiltCapture);
+      else materializations.push(r.value.built as BuiltMaterialization);
     }
     const tests = errors.length ? [] : [...catalog.tests.values()].map((t) => runCatalogTest(catalog, t));
     const result: JobStatusType = errors.length ? 'buildFailed' : tests.some((t) => !t.passing) ? 'testFailed' : 'success';
@@ -114,26 +117,71 @@ export class LocalPlane {
     for (const t of tests) {
       recorder.testResult(t.name, { passing: t.passing, at: new Date(), ...(t.error ? { error: t.error } : {}) });
     }
-    const summary: PublishResult = { result, pubId: outcome.pubId, errors: [...errors, ...testErrors].map((e) => e.detail), tests, applied: [], catalog };
+    const summary: PublishResult = { result, pubId: outcome.pubId, errors: [...errors, ...testErrors].map((e) => e.detail), tests, applied: [], started: [], unchanged: [], upgrades: [], catalog };
     if (result !== 'success') {
       log(`publication ${outcome.pubId} ${result}: ${summary.errors.join('; ')}`);
       return summary;
     }
 
-    // Activate: stop the old shards, switch the ingester to the new collections, apply and start.
-    await Promise.all([...this.runners.values()].map((r) => r.stop()));
-    this.runners.clear();
-    this.catalog = catalog;
-    this.writers.setCollections([...catalog.collections.values()].map((c) => c.spec));
-    for (const c of catalog.collections.values()) recorder.controllerRun(c.name, { error: null, nextRun: null, at: new Date() });
-    for (const t of catalog.tests.values()) recorder.controllerRun(t.name, { error: null, nextRun: null, at: new Date() });
+    // Activate. A task whose built spec and endpoint are unchanged keeps its running shard and only
+    // moves to the new build; changed tasks are restarted (after their apply), new ones started, and
+    // tasks no longer in the catalog (removed or disabled) stopped.
+    const upgraded = outcome.upgradedImages ?? new Map<string, string>();
+    for (const u of outcome.upgrades ?? []) {
+      summary.upgrades.push(u);
+      log(`${u.catalogName}: upgraded from ${u.from} to ${u.to}`);
+    }
     const tasks: { built: BuiltCapture | BuiltMaterialization; kind: 'capture' | 'materialization' }[] = [
       ...captures.map((built) => ({ built, kind: 'capture' as const })),
       ...materializations.map((built) => ({ built, kind: 'materialization' as const })),
     ];
-    for (const { built, kind } of tasks) {
+    const wanted = new Set(tasks.map((t) => t.built.def.name));
+    await Promise.all([...this.runners].filter(([name]) => !wanted.has(name)).map(async ([name, runner]) => {
+      this.runners.delete(name);
+      this.#lastSpecs.delete(name);
+      await runner.stop();
+      log(`${name}: stopped (no longer in the catalog, or disabled)`);
+    }));
+    this.catalog = catalog;
+    this.writers.setCollections([...catalog.collections.values()].map((c) => c.spec));
+    for (const c of catalog.collections.values()) recorder.controllerRun(c.name, { error: null, nextRun: null, at: new Date() });
+    for (const t of catalog.tests.values()) recorder.controllerRun(t.name, { error: null, nextRun: null, at: new Date() });
+    // Tasks activate concurrently: each one's stop, apply and start are independent of the others'.
+    const activate = async (task: (typeof tasks)[number]): Promise<void> => {
+      const kind = task.kind;
+      let built = task.built;
       const name = built.def.name;
       const buildId = outcome.buildIds.get(name) ?? outcome.pubId;
+      try {
+        // The control plane upgraded this task's image (SPEC, Versioning): build it with the image it
+        // will run, so validate, apply and the sessions all talk to the upgraded connector.
+        const image = upgraded.get(name);
+        if (image !== undefined && built.def.endpoint.kind === 'connector' && built.def.endpoint.image !== image) {
+          const def = { ...built.def, endpoint: { ...built.def.endpoint, image } };
+          const opts = buildOpts(name);
+          built = kind === 'capture'
+            ? await buildCapture(catalog, def as CaptureDef, opts)
+            : await buildMaterialization(catalog, def as MaterializationDef, opts);
+        }
+      } catch (err) {
+        const message = (err as Error).message;
+        recorder.controllerRun(name, { error: `build with the upgraded image failed: ${message}`, nextRun: null, at: new Date() });
+        summary.errors.push(message);
+        log(`${name}: build with the upgraded image failed: ${message}`);
+        return;
+      }
+      const fingerprint = hashSpec({ spec: built.spec, endpoint: built.def.endpoint } as unknown as JsonObject);
+      const running = this.runners.get(name);
+      if (running && running.fingerprint === fingerprint) {
+        running.retarget(buildId);
+        summary.unchanged.push(name);
+        recorder.controllerRun(name, { error: null, nextRun: null, at: new Date() });
+        return;
+      }
+      if (running) {
+        this.runners.delete(name);
+        await running.stop();
+      }
       try {
         const last = this.#lastSpecs.get(name);
         const applyOpts = { launcher: this.launcher, version: buildId, ...(last ? { last } : {}) };
@@ -147,17 +195,22 @@ export class LocalPlane {
         recorder.controllerRun(name, { error: `apply failed: ${message}`, nextRun: null, at: new Date() });
         summary.errors.push(message);
         log(`${name}: apply failed: ${message}`);
-        continue;
+        return;
       }
       this.#lastSpecs.set(name, built.spec);
       recorder.controllerRun(name, { error: null, nextRun: null, at: new Date() });
-      this.#startTask(built, kind, buildId);
-    }
-    log(`publication ${outcome.pubId}: ${catalog.collections.size} collection(s), ${captures.length} capture(s), ${materializations.length} materialization(s), ${tests.length} test(s) passed`);
+      this.#startTask(built, kind, buildId, fingerprint);
+      summary.started.push(name);
+    };
+    await Promise.all(tasks.map(activate));
+    summary.started.sort();
+    summary.unchanged.sort();
+    summary.applied.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+    log(`publication ${outcome.pubId}: ${catalog.collections.size} collection(s), ${captures.length} capture(s), ${materializations.length} materialization(s), ${tests.length} test(s) passed; started ${summary.started.length} task(s), ${summary.unchanged.length} unchanged`);
     return summary;
   }
 
-  #startTask(built: BuiltCapture | BuiltMaterialization, kind: 'capture' | 'materialization', buildId: string): void {
+  #startTask(built: BuiltCapture | BuiltMaterialization, kind: 'capture' | 'materialization', buildId: string, fingerprint: string): void {
     const { recorder } = this.options;
     const name = built.def.name;
     const runner = new TaskRunner({
@@ -169,7 +222,7 @@ export class LocalPlane {
         if (kind === 'capture') {
           const spec = built.spec as CaptureSpec;
           await runCaptureSession({
-            name, spec, version: buildId, store: this.store, validators: this.#validators, uuids: this.#uuids, signal: ctx.signal,
+            name, spec, version: ctx.buildId, store: this.store, validators: this.#validators, uuids: this.#uuids, signal: ctx.signal,
             session: this.launcher.capture(built.def.endpoint, name, { onLog: ctx.onLog }),
             onOpened: ctx.opened,
             onCommit: (info) => {
@@ -186,7 +239,7 @@ export class LocalPlane {
           ctx.signal.addEventListener('abort', kill, { once: true });
           try {
             await runMaterializeSession({
-              name, spec, version: buildId, store: this.store, signal: ctx.signal, session,
+              name, spec, version: ctx.buildId, store: this.store, signal: ctx.signal, session,
               onOpened: ctx.opened,
               onTransaction: (info) => {
                 for (const b of info.perBinding) {
@@ -200,6 +253,7 @@ export class LocalPlane {
         }
       },
     });
+    runner.fingerprint = fingerprint;
     this.runners.set(name, runner);
     runner.start();
   }

@@ -6,6 +6,8 @@ import type { ConnectorLogEvent } from './session.ts';
 
 export interface SessionContext {
   signal: AbortSignal;
+  /** The build this session runs (sent to the connector as `version`). */
+  buildId: string;
   /** Call once the connector has opened: the shard is then `Ok`. */
   opened: () => void;
   /** Pass every connector log line here (connectorStatus events reach the recorder). */
@@ -37,9 +39,30 @@ export class TaskRunner {
   failures = 0;
   sessions = 0;
   lastError: string | undefined;
+  /** The build the shard runs; a touch publication moves it forward without a restart (retarget). */
+  buildId: string;
+  /** Fingerprint of what the shard runs (built spec + endpoint); the plane restarts the task when it changes. */
+  fingerprint = '';
+  #lastStatus: { message: string; fields: ConnectorLogEvent['fields'] } | undefined;
 
   constructor(options: TaskRunnerOptions) {
     this.options = options;
+    this.buildId = options.buildId;
+  }
+
+  /**
+   * Activates a newer build of an unchanged task without restarting its shard (a publication that did
+   * not change the task's built spec). The connector's last status still holds, so it is reported again
+   * under the new build, just after the activation.
+   */
+  retarget(buildId: string): void {
+    if (buildId === this.buildId || this.stopped) return;
+    this.buildId = buildId;
+    const at = new Date();
+    this.options.recorder.activated(this.options.name, buildId, at);
+    if (this.#lastStatus) {
+      this.options.recorder.connectorStatus(this.options.name, { ...this.#lastStatus, ts: new Date(at.getTime() + 1), buildId });
+    }
   }
 
   start(): void {
@@ -59,20 +82,22 @@ export class TaskRunner {
   async #loop(): Promise<void> {
     const o = this.options;
     const signal = this.#abort.signal;
-    o.recorder.activated(o.name, o.buildId, new Date());
+    o.recorder.activated(o.name, this.buildId, new Date());
     while (!signal.aborted) {
       o.recorder.shardStatus(o.name, 'Pending', new Date());
       this.sessions++;
       try {
         await o.runSession({
           signal,
+          buildId: this.buildId,
           opened: () => {
             this.failures = 0;
             o.recorder.shardStatus(o.name, 'Ok', new Date());
           },
           onLog: (e) => {
             if (e.fields.eventType === 'connectorStatus') {
-              o.recorder.connectorStatus(o.name, { message: e.message, fields: e.fields, ts: e.ts, buildId: o.buildId });
+              this.#lastStatus = { message: e.message, fields: e.fields };
+              o.recorder.connectorStatus(o.name, { message: e.message, fields: e.fields, ts: e.ts, buildId: this.buildId });
             }
           },
         });
@@ -95,7 +120,7 @@ export class TaskRunner {
         o.recorder.controllerRun(o.name, { error: null, nextRun: nextRetry, at: now });
         o.log?.(`${o.name}: failed (${this.failures} in a row), retrying in ${Math.round(delay / 1000)}s: ${message}`);
         await sleep(delay, signal);
-        if (!signal.aborted) o.recorder.activated(o.name, o.buildId, new Date());
+        if (!signal.aborted) o.recorder.activated(o.name, this.buildId, new Date());
       }
     }
   }
