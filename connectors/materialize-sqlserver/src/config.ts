@@ -135,18 +135,11 @@ export const CONFIG_SCHEMA = {
       advanced: true,
       order: 8,
       properties: {
-        no_flow_document: {
-          type: 'boolean',
-          title: 'Exclude Flow Document',
-          description: 'When enabled the root document will not be required for standard updates.',
-          default: false,
-          order: 0,
-        },
         feature_flags: {
           type: 'string',
           title: 'Feature Flags',
           description: 'Comma-separated internal feature flags (name to enable, no_name to disable).',
-          order: 1,
+          order: 0,
         },
       },
     },
@@ -211,7 +204,7 @@ export interface EndpointConfig {
   hardDelete?: boolean;
   credentials: Credentials;
   networkTunnel?: { sshForwarding?: SshForwarding };
-  advanced?: { no_flow_document?: boolean; feature_flags?: string };
+  advanced?: { feature_flags?: string };
 }
 
 export interface ResourceConfig { table: string; schema?: string; delta_updates?: boolean }
@@ -324,16 +317,21 @@ export function parseEndpointConfig(raw: JsonValue): EndpointConfig {
   const adv = raw.advanced;
   if (adv !== undefined && adv !== null) {
     if (typeof adv !== 'object' || Array.isArray(adv)) throw new ConfigError('advanced must be an object');
-    allowOnly(adv, ['no_flow_document', 'feature_flags'], 'advanced');
-    const nfd = adv.no_flow_document;
-    if (nfd !== undefined && typeof nfd !== 'boolean') throw new ConfigError(`advanced.no_flow_document must be true or false, got ${JSON.stringify(nfd)}`);
+    if (Object.hasOwn(adv, 'no_flow_document')) throw new ConfigError(NO_FLOW_DOCUMENT_ERROR);
+    allowOnly(adv, ['feature_flags'], 'advanced');
     const flags = str(adv, 'feature_flags', 'advanced.', false);
     parseFeatureFlags(flags);
-    out.advanced = { no_flow_document: nfd === true };
+    out.advanced = {};
     if (flags !== undefined) out.advanced.feature_flags = flags;
   }
   return out;
 }
+
+/** Upstream's `advanced.no_flow_document` is not offered: tables always hold the root document, which loads read. */
+export const NO_FLOW_DOCUMENT_ERROR = 'advanced.no_flow_document is not supported by this connector: standard-updates tables always '
+  + 'store the root document (flow_document) and loads read it back, so documents are never rebuilt from columns; '
+  + 'remove advanced.no_flow_document from the endpoint config (to keep the table narrow, exclude value fields instead, '
+  + 'or use delta_updates, which needs no document)';
 
 export function parseResourceConfig(raw: JsonValue, where = 'resource config'): ResourceConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${where} must be an object`);

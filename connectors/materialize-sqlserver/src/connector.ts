@@ -90,14 +90,6 @@ export async function checkPrerequisites(config: EndpointConfig, log: Logger, de
   }
 }
 
-const NO_FLOW_DOCUMENT_WARNING = 'advanced.no_flow_document is accepted but has no effect yet: the root document stays required for standard updates, and loads read it';
-
-function parseConfig(raw: JsonObject, log: Logger): EndpointConfig {
-  const config = parseEndpointConfig(raw);
-  if (config.advanced?.no_flow_document === true) log.warn(NO_FLOW_DOCUMENT_WARNING);
-  return config;
-}
-
 /** The connector: configs are parsed (beyond the schema) before the shared core sees them. */
 export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeConnector<JsonObject, JsonObject> {
   const inner = sqlMaterializeConnector(sqlServerEndpoint(deps));
@@ -108,13 +100,13 @@ export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeC
     resourceConfigSchema: RESOURCE_SCHEMA,
     documentationUrl: DOCUMENTATION_URL,
     async validate(ctx) {
-      const config = parseConfig(ctx.config, ctx.log);
+      const config = parseEndpointConfig(ctx.config);
       const bindings = resources(ctx.bindings);
       await checkPrerequisites(config, ctx.log, deps);
       return inner.validate({ ...ctx, config, bindings });
     },
     async apply(ctx) {
-      const config = parseConfig(ctx.config, ctx.log);
+      const config = parseEndpointConfig(ctx.config);
       const bindings = resources(ctx.bindings);
       if (ctx.dryRun) {
         const addr = parseAddress(config.address);
@@ -127,7 +119,7 @@ export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeC
       return inner.apply({ ...ctx, config, bindings });
     },
     async open(ctx) {
-      const config = parseConfig(ctx.config, ctx.log);
+      const config = parseEndpointConfig(ctx.config);
       return inner.open({ ...ctx, config, bindings: resources(ctx.bindings) });
     },
   };

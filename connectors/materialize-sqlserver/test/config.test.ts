@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ConfigError, ConfigValidator } from '@sluice/runtime';
 import type { JsonObject } from '@sluice/runtime';
 import {
-  CONFIG_SCHEMA, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig, resourcePath,
+  CONFIG_SCHEMA, NO_FLOW_DOCUMENT_ERROR, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig, resourcePath,
 } from '../src/config.ts';
 import { defaultPortWarning, parseAddress } from '../src/address.ts';
 import { createSqlServerConnector } from '../src/connector.ts';
@@ -86,14 +86,24 @@ describe('parseEndpointConfig', () => {
     const c = parseEndpointConfig({ ...base, networkTunnel: { sshForwarding: { sshEndpoint: 'ssh://u@bastion', privateKey: 'k' } } });
     assert.deepEqual(c.networkTunnel, { sshForwarding: { sshEndpoint: 'ssh://u@bastion', privateKey: 'k' } });
   });
+  it('advanced.no_flow_document is not offered: absent from the schema, and a clear error when set (true or false)', () => {
+    assert.ok(!('no_flow_document' in CONFIG_SCHEMA.properties.advanced.properties));
+    for (const v of [true, false]) {
+      assert.throws(() => parseEndpointConfig({ ...base, advanced: { no_flow_document: v } }), (e: Error) => e instanceof ConfigError && e.message === NO_FLOW_DOCUMENT_ERROR);
+    }
+    // Through the protocol the runtime's schema validation names the property first.
+    const v = new ConfigValidator(CONFIG_SCHEMA, 'endpoint config');
+    assert.throws(() => v.validate({ ...base, advanced: { no_flow_document: true } }, 'endpoint config'), (e: Error) => e instanceof ConfigError && /\/advanced\/no_flow_document is not an allowed property/.test(e.message));
+    assert.match(NO_FLOW_DOCUMENT_ERROR, /^advanced\.no_flow_document is not supported by this connector: .* remove advanced\.no_flow_document from the endpoint config/);
+  });
   it('parses advanced options and feature flags', () => {
     assert.throws(() => parseEndpointConfig({ ...base, advanced: { feature_flags: 'ok, Bad Flag' } }), {
       message: "advanced.feature_flags: 'Bad Flag' is not a flag name (lower-case letters, digits and _; prefix no_ to disable)",
     });
-    const c = parseEndpointConfig({ ...base, hardDelete: true, schema: 'sales', advanced: { no_flow_document: true, feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' } });
+    const c = parseEndpointConfig({ ...base, hardDelete: true, schema: 'sales', advanced: { feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' } });
     assert.equal(c.hardDelete, true);
     assert.equal(c.schema, 'sales');
-    assert.deepEqual(c.advanced, { no_flow_document: true, feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' });
+    assert.deepEqual(c.advanced, { feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' });
     assert.deepEqual(parseFeatureFlags(c.advanced?.feature_flags), {
       datetime_keys_as_string: false, native_binary_column_type: true, retain_existing_data_on_backfill: false,
       allow_existing_tables_for_new_bindings: true, always_drop_tables_on_backfill: false,
