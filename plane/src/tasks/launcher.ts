@@ -13,8 +13,12 @@ import { hostSession } from './host-session.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
 export interface LauncherOptions {
-  containerEngine?: 'docker' | 'podman';
-  /** Extra environment for every connector (e.g. LOG_LEVEL). */
+  /** Runs images in containers with this engine: docker, podman, or the path of a compatible command. */
+  containerEngine?: 'docker' | 'podman' | (string & {});
+  /**
+   * Extra environment for every connector (e.g. LOG_LEVEL). A container gets it through the engine's
+   * environment and `-e NAME` (runtime/host containerArgs), so values never appear in a process listing.
+   */
   env?: Record<string, string>;
 }
 
