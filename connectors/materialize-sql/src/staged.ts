@@ -56,6 +56,8 @@ export interface StageOptions {
 
 const DEFAULT_SPILL_MEMORY = 16 * 1024 * 1024;
 const FILE_CHUNK = 256 * 1024;
+/** Rows per serialized frame in a spill file (one v8.serialize call per frame, not per row). */
+const FRAME_ROWS = 256;
 
 /** Rough in-memory size of a row (V8 strings are 1 or 2 bytes per char; count 2). */
 export function estimateRowBytes(row: readonly SqlParam[]): number {
@@ -89,6 +91,8 @@ class Spill {
   #memory: (readonly SqlParam[])[] = [];
   #memoryBytes = 0;
   #file: { dir: string; fh: FileHandle } | undefined;
+  #frameRows: (readonly SqlParam[])[] = [];
+  #frameBytes = 0;
   #pending: Buffer[] = [];
   #pendingBytes = 0;
   count = 0;
@@ -110,12 +114,20 @@ class Spill {
       }
       await this.#toFile();
     }
-    this.#frame(row);
-    if (this.#pendingBytes >= FILE_CHUNK) await this.#flush();
+    this.#frameRows.push(row);
+    this.#frameBytes += estimateRowBytes(row);
+    if (this.#frameRows.length >= FRAME_ROWS || this.#frameBytes >= FILE_CHUNK) {
+      this.#frame();
+      if (this.#pendingBytes >= FILE_CHUNK) await this.#flush();
+    }
   }
 
-  #frame(row: readonly SqlParam[]): void {
-    const body = serialize(row);
+  /** Serialize the rows gathered so far as one length-prefixed frame. */
+  #frame(): void {
+    if (this.#frameRows.length === 0) return;
+    const body = serialize(this.#frameRows);
+    this.#frameRows = [];
+    this.#frameBytes = 0;
     const head = Buffer.allocUnsafe(4);
     head.writeUInt32LE(body.length, 0);
     this.#pending.push(head, body);
@@ -123,6 +135,7 @@ class Spill {
   }
 
   async #flush(): Promise<void> {
+    this.#frame();
     if (this.#pendingBytes === 0 || this.#file === undefined) return;
     const buf = Buffer.concat(this.#pending, this.#pendingBytes);
     this.#pending = [];
@@ -135,7 +148,10 @@ class Spill {
   async #toFile(): Promise<void> {
     const dir = await mkdtemp(join(this.#dir, 'sluice-spill-'));
     this.#file = { dir, fh: await open(join(dir, 'rows'), 'w+') };
-    for (const row of this.#memory) this.#frame(row);
+    for (const row of this.#memory) {
+      this.#frameRows.push(row);
+      if (this.#frameRows.length >= FRAME_ROWS) this.#frame();
+    }
     this.#memory = [];
     this.#budget.give(this.#memoryBytes);
     this.#memoryBytes = 0;
@@ -174,8 +190,9 @@ class Spill {
       while (buf.length - at >= 4) {
         const len = buf.readUInt32LE(at);
         if (buf.length - at - 4 < len) break;
-        yield deserialize(buf.subarray(at + 4, at + 4 + len)) as SqlParam[];
+        const frame = deserialize(buf.subarray(at + 4, at + 4 + len)) as SqlParam[][];
         at += 4 + len;
+        for (const row of frame) yield row;
       }
       // Copy the partial frame: `chunk` is reused by the next read.
       buf = buf.subarray(at);
@@ -189,6 +206,7 @@ class Spill {
     this.#memoryBytes = 0;
     this.#memory = [];
     this.#pending = [];
+    this.#frameRows = [];
     const f = this.#file;
     this.#file = undefined;
     if (f !== undefined) {
