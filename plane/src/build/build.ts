@@ -7,6 +7,7 @@ import {
 } from '@sluice/runtime';
 import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef, PartitionSelectorDef } from '../catalog/types.ts';
 import { encodePartitionValue } from '../journals/names.ts';
+import { timestampTicks } from '../journals/uuid.ts';
 import { connectorTypeOf, endpointConfig, unary, type Launcher } from '../tasks/launcher.ts';
 import { PARTITION_LABEL_PREFIX } from '../tasks/materialize.ts';
 import { selectFields } from './field-selection.ts';
@@ -95,6 +96,19 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
     for (const field of [...Object.keys(b.partitions.include), ...Object.keys(b.partitions.exclude)]) {
       if (c && !(c.spec.partitionFields ?? []).includes(field)) errors.push(`materialization "${def.name}" binding ${i}: partition selector names "${field}", which is not a logical partition of "${b.source}"`);
     }
+    const ticks: Partial<Record<'notBefore' | 'notAfter', bigint>> = {};
+    for (const side of ['notBefore', 'notAfter'] as const) {
+      const v = b[side];
+      if (v === undefined) continue;
+      try {
+        ticks[side] = timestampTicks(v);
+      } catch {
+        errors.push(`materialization "${def.name}" binding ${i}: source.${side} ${JSON.stringify(v)} is not an RFC 3339 date-time (e.g. 2024-06-01T00:00:00Z)`);
+      }
+    }
+    if (ticks.notBefore !== undefined && ticks.notAfter !== undefined && ticks.notBefore > ticks.notAfter) {
+      errors.push(`materialization "${def.name}" binding ${i}: source.notBefore (${b.notBefore}) is after source.notAfter (${b.notAfter}), so no document could be materialized; swap or widen them`);
+    }
     return c;
   });
   if (errors.length) throw new BuildError(errors);
@@ -132,6 +146,8 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
     if (sel.include || sel.exclude) spec.partitionSelector = sel;
     if (deltaUpdates) spec.deltaUpdates = true;
     if (b.backfill) spec.backfill = b.backfill;
+    if (b.notBefore !== undefined) spec.notBefore = b.notBefore;
+    if (b.notAfter !== undefined) spec.notAfter = b.notAfter;
     return spec;
   });
   if (errors.length) throw new BuildError(errors);

@@ -34,10 +34,27 @@ export class UuidProducer {
   }
 }
 
-/** The publication time of a version-1 UUID, or undefined if it is not one. */
-export function uuidTime(uuid: string): Date | undefined {
+/** The clock of a version-1 UUID: 100 ns ticks since 1582-10-15; undefined if it is not one. */
+export function uuidTicks(uuid: string): bigint | undefined {
   const m = /^([0-9a-f]{8})-([0-9a-f]{4})-1([0-9a-f]{3})-[0-9a-f]{4}-[0-9a-f]{12}$/i.exec(uuid);
   if (!m) return undefined;
-  const ticks = (BigInt(`0x${m[3]}`) << 48n) | (BigInt(`0x${m[2]}`) << 32n) | BigInt(`0x${m[1]}`);
-  return new Date(Number((ticks - GREGORIAN_OFFSET) / 10000n));
+  return (BigInt(`0x${m[3]}`) << 48n) | (BigInt(`0x${m[2]}`) << 32n) | BigInt(`0x${m[1]}`);
+}
+
+/** The publication time of a version-1 UUID, or undefined if it is not one. */
+export function uuidTime(uuid: string): Date | undefined {
+  const ticks = uuidTicks(uuid);
+  return ticks === undefined ? undefined : new Date(Number((ticks - GREGORIAN_OFFSET) / 10000n));
+}
+
+/**
+ * An RFC 3339 timestamp as a UUID clock (100 ns ticks since 1582-10-15), keeping fractional seconds to
+ * the tick, so it compares exactly with document UUIDs (notBefore/notAfter).
+ */
+export function timestampTicks(rfc3339: string): bigint {
+  const m = /^(.*T\d{2}:\d{2}:\d{2})(?:\.(\d+))?(Z|[+-]\d{2}:\d{2})$/i.exec(rfc3339.trim());
+  const ms = Date.parse(m ? `${m[1]}${m[3]}` : rfc3339);
+  if (!m || Number.isNaN(ms)) throw new RangeError(`${JSON.stringify(rfc3339)} is not an RFC 3339 date-time`);
+  const frac = BigInt((m[2] ?? '').slice(0, 7).padEnd(7, '0'));
+  return BigInt(ms) * 10000n + frac + GREGORIAN_OFFSET;
 }

@@ -13,6 +13,8 @@ import {
 import { createReducer, type Reducer } from '../catalog/reduce.ts';
 import type { JournalInfo, JournalStore } from '../journals/store.ts';
 import { encodePartitionValue } from '../journals/names.ts';
+import { resolvePointer } from '../journals/pointer.ts';
+import { timestampTicks, uuidTicks } from '../journals/uuid.ts';
 import { createPacker, type Packer } from './pack.ts';
 import type { ConnectorSession } from './session.ts';
 import { applyState } from './state.ts';
@@ -64,6 +66,25 @@ interface BindingPlan {
   keyPtrs: string[];
   hasDocument: boolean;
   selects: (j: JournalInfo) => boolean;
+  /** `notBefore`/`notAfter` as UUID clocks: documents published outside the window are skipped. */
+  window?: { uuidPtr: string; notBefore?: bigint; notAfter?: bigint };
+}
+
+/** The binding's publication-time window, if it has one (Flow compares each document's UUID clock). */
+export function publicationWindow(b: NonNullable<MaterializationSpec['bindings']>[number]): BindingPlan['window'] {
+  if (b.notBefore === undefined && b.notAfter === undefined) return undefined;
+  const w: NonNullable<BindingPlan['window']> = { uuidPtr: b.collection.uuidPtr ?? '/_meta/uuid' };
+  if (b.notBefore !== undefined) w.notBefore = timestampTicks(b.notBefore);
+  if (b.notAfter !== undefined) w.notAfter = timestampTicks(b.notAfter);
+  return w;
+}
+
+/** True when the document was published inside the window (documents without a v1 UUID are kept). */
+export function inWindow(window: NonNullable<BindingPlan['window']>, doc: JsonValue): boolean {
+  const uuid = resolvePointer(doc, window.uuidPtr);
+  const ticks = typeof uuid === 'string' ? uuidTicks(uuid) : undefined;
+  if (ticks === undefined) return true;
+  return !((window.notBefore !== undefined && ticks < window.notBefore) || (window.notAfter !== undefined && ticks > window.notAfter));
 }
 
 export function journalSelector(spec: MaterializationSpec['bindings'] extends (infer B)[] | undefined ? B : never): (j: JournalInfo) => boolean {
@@ -99,7 +120,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
   const maxTxnDocs = opts.maxTxnDocs ?? 5000;
   const bindings: BindingPlan[] = (spec.bindings ?? []).map((b, index) => {
     const selection = b.fieldSelection ?? {};
-    return {
+    const plan: BindingPlan = {
       index,
       collection: b.collection.name,
       suffix: b.journalReadSuffix ?? `materialize/${name}/${(b.resourcePath ?? [String(index)]).map(encodeURIComponent).join('%2F')}`,
@@ -110,6 +131,9 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
       hasDocument: selection.document !== undefined,
       selects: journalSelector(b),
     };
+    const window = publicationWindow(b);
+    if (window) plan.window = window;
+    return plan;
   });
 
   let connectorState = (store.getState(connectorStateKey(name)) ?? {}) as JsonValue;
@@ -178,6 +202,8 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
       const m = combined[cursor.binding]!;
       for (const d of docs) {
         const doc = JSON.parse(d.json) as JsonValue;
+        // Outside the binding's notBefore/notAfter window: read past (the checkpoint advances), not materialized.
+        if (b.window && !inWindow(b.window, doc)) continue;
         const k = b.packer.key(doc);
         const prev = m.get(k);
         m.set(k, prev === undefined ? doc : b.reducer.reduce(prev, doc));
