@@ -136,8 +136,8 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       out(`  sqlite3 ${rel} "SELECT rideable_type, count(*), round(avg(duration_s)) FROM rides GROUP BY 1"\n`);
       out(`  curl -s -X POST ${running.ingestUrl} -H 'Content-Type: application/json' \\\n    -d '${sampleDoc}'\n`);
       out(`  sqlite3 ${rel} "SELECT ride_id, duration_s FROM electric_rides WHERE ride_id = 'R9999999'"   # a moment later\n`);
-      out(`  npx sluice token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # then exchange it for an access token\n`);
-      out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $ACCESS_TOKEN"\n`);
+      out(`  npx sluice token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # prints how to exchange it for an access token ($TOKEN)\n`);
+      out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $TOKEN"   # every route: plane/src/api/README.md\n`);
       out(`  edit ${shown(catalogFile)} and save: the plane republishes it\n`);
       if (values.exit) return 0;
       out('\nPress Ctrl-C to stop.\n');
