@@ -173,9 +173,9 @@ export class LocalPlane {
       const fingerprint = hashSpec({ spec: built.spec, endpoint: built.def.endpoint } as unknown as JsonObject);
       const running = this.runners.get(name);
       if (running && running.fingerprint === fingerprint) {
+        // Keeps its controller state too (e.g. a capture's next scheduled run).
         running.retarget(buildId);
         summary.unchanged.push(name);
-        recorder.controllerRun(name, { error: null, nextRun: null, at: new Date() });
         return;
       }
       if (running) {

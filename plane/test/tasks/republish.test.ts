@@ -58,7 +58,7 @@ test('republish: unchanged tasks keep running on the new build; changed ones res
   const plane = new LocalPlane({ catalogFile: file, dataDir: join(dir, 'data'), recorder: control.recorder });
   t.after(async () => { await plane.close(); control.close(); });
   const docs = () => plane.store.journals('acmeCo/greetings').reduce((n, j) => n + plane.store.read(j.name, 0, 1000).length, 0);
-  const status = (name: string) => statusResponse(control.store, control.store.get(name)!, { short: false }) as { summary: { status: string; message: string }; last_build_id: string };
+  const status = (name: string) => statusResponse(control.store, control.store.get(name)!, { short: false }) as { summary: { status: string; message: string }; last_build_id: string; controller_next_run: string | null };
 
   writeFileSync(file, catalog([capture('acmeCo/same', { count: 1 }), capture('acmeCo/edited', { count: 1 }), capture('acmeCo/removed', { count: 1 }), capture('acmeCo/paused', { count: 1 })]));
   const first = await plane.publish();
@@ -94,6 +94,7 @@ test('republish: unchanged tasks keep running on the new build; changed ones res
   // status is carried over, since the shard was not restarted.
   const same = status('acmeCo/same');
   assert.equal(same.last_build_id, second.pubId);
+  assert.ok(same.controller_next_run !== null && Date.parse(same.controller_next_run) > Date.now() + 3500_000, 'the next scheduled run is kept');
   assert.deepEqual(same.summary, { status: 'ok', message: 'Capturing 1 binding' });
   assert.deepEqual(status('acmeCo/paused').summary, { status: 'taskDisabled', message: 'Task shards are disabled' });
   // The edited capture resumes from its state (2 more documents); the added one captures 1; `same` did not run again.
