@@ -62,7 +62,12 @@ async function startPlaneWithFallback(o: Parameters<typeof startPlane>[0], log: 
   }
 }
 
-export async function startCommand(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s)): Promise<number> {
+export interface StartHooks {
+  /** Called once the quickstart is materialized and the API and ingester are up (tests drive it here). */
+  onReady?: (running: RunningPlane) => Promise<void>;
+}
+
+export async function startCommand(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), hooks: StartHooks = {}): Promise<number> {
   return runCommand(async () => {
     const { values } = parse(argv, {
       'data-dir': { type: 'string' }, rows: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, exit: { type: 'boolean' },
@@ -139,6 +144,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       out(`  npx sluice token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # prints how to exchange it for an access token ($TOKEN)\n`);
       out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $TOKEN"   # every route: plane/src/api/README.md\n`);
       out(`  edit ${shown(catalogFile)} and save: the plane republishes it\n`);
+      await hooks.onReady?.(running);
       if (values.exit) return 0;
       out('\nPress Ctrl-C to stop.\n');
       await new Promise<void>((done) => {
