@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { MessageWriter, parseEnvelope, readEnvelopes, readLines } from '../src/protocol/framing.ts';
+import { MessageWriter, parseEnvelope, rawBodyMemberText, readEnvelopes, readLines } from '../src/protocol/framing.ts';
 import { Collector } from './helpers.ts';
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
@@ -89,7 +89,7 @@ describe('parseEnvelope: bad input', () => {
 describe('parseEnvelope', () => {
   it('ignores $internal and unknown fields inside the body', () => {
     assert.deepEqual(parseEnvelope({ text: '{"$internal":"eA==","open":{"x":1}}', line: 1 }, VARIANTS, 'request'), {
-      variant: 'open', body: { x: 1 }, line: 1,
+      variant: 'open', body: { x: 1 }, line: 1, text: '{"$internal":"eA==","open":{"x":1}}',
     });
   });
   it('readEnvelopes parses a stream of lines', async () => {
@@ -183,5 +183,36 @@ describe('MessageWriter: document coalescing', () => {
     const lineLength = JSON.stringify({ captured: { doc } }).length + 1;
     assert.equal(n, Math.ceil(64 * 1024 / lineLength));
     assert.equal(out.lines.length, n);
+  });
+});
+
+describe('rawBodyMemberText: the raw JSON text of a body member', () => {
+  const raw = (text: string, member = 'doc'): string | undefined => {
+    JSON.parse(text); // only text JSON.parse accepts is ever scanned
+    return rawBodyMemberText(text, 'store', member);
+  };
+  it('slices the member exactly as sent, whatever its position, spacing and escapes', () => {
+    assert.equal(raw('{"store":{"keyPacked":"FQE=","doc":{"a":1,"b":"x"},"exists":true}}'), '{"a":1,"b":"x"}');
+    // b is `}]\` (an escaped backslash right before the closing quote), c is `\"{`.
+    assert.equal(raw('{"store":{"doc":{"a":[1,{"b":"}]\\\\"}],"c":"\\\\\\"{"}}}'), '{"a":[1,{"b":"}]\\\\"}],"c":"\\\\\\"{"}');
+    assert.equal(raw('{"store":{"doc":{"q":"say \\"hi\\" {"},"binding":1}}'), '{"q":"say \\"hi\\" {"}');
+    assert.equal(raw(' { "store" : { "binding" : 1 , "doc" : { "n" : 1.50e3 , "t" : true } } } '), '{ "n" : 1.50e3 , "t" : true }');
+    assert.equal(raw('{"store":{"doc":{"big":12345678901234567890}}}'), '{"big":12345678901234567890}');
+    assert.equal(raw('{"store":{"keyPacked":"FQE=","exists":true}}', 'exists'), 'true');
+  });
+  it('finds only members of the body, not keys nested in values or other top-level members', () => {
+    assert.equal(raw('{"store":{"keyPacked":"FQE=","values":[{"doc":1}]}}'), undefined);
+    assert.equal(raw('{"$internal":{"doc":{"x":1}},"store":{"keyPacked":"FQE="}}'), undefined);
+    assert.equal(raw('{"store":{"note":"\\"doc\\":{}","doc":{"y":2}}}'), '{"y":2}');
+    assert.equal(raw('{"store":{}}'), undefined);
+  });
+  it('resolves duplicate keys as JSON.parse does: the last one wins', () => {
+    const text = '{"store":{"doc":{"first":1},"doc":{"second":2}}}';
+    assert.deepEqual(JSON.parse(raw(text)!), (JSON.parse(text) as { store: { doc: unknown } }).store.doc);
+    const twice = '{"store":{"doc":{"first":1}},"store":{"keyPacked":"FQE="}}';
+    assert.equal(raw(twice), undefined);
+  });
+  it('keys with escapes are compared decoded', () => {
+    assert.equal(raw('{"st\\u006fre":{"d\\u006fc":{"z":0}}}'), '{"z":0}');
   });
 });

@@ -224,3 +224,25 @@ describe('serveMaterialize: transactions', () => {
     assert.equal(closed, true);
   });
 });
+
+describe('serveMaterialize: store documents', () => {
+  it('a store carries its document parsed and as the exact JSON text it was sent with', async () => {
+    const seen: DecodedStore[] = [];
+    const connector = createTestMaterialize();
+    const base = connector.open.bind(connector);
+    connector.open = async (ctx) => {
+      const opened = await base(ctx);
+      const store = opened.transactor.store.bind(opened.transactor);
+      opened.transactor.store = async (stores) => store((async function* () {
+        for await (const s of stores) { seen.push(s); yield s; }
+      })());
+      return opened;
+    };
+    const line = `{"store":{"keyPacked":"${packTupleBase64([1])}","doc":{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }}}`;
+    const { error } = await serve(serveMaterialize, connector, [open(), { acknowledge: {} }, { flush: {} }, line, { startCommit: {} }, { acknowledge: {} }]);
+    assert.equal(error, undefined);
+    assert.equal(seen.length, 1);
+    assert.deepEqual(seen[0]!.doc, { id: 1, big: Number("12345678901234567890"), s: 'é' });
+    assert.equal(seen[0]!.docJson, '{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }');
+  });
+});

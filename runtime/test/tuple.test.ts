@@ -112,3 +112,18 @@ describe('tuple codec: every type code', () => {
     assert.deepEqual([...doubles].sort(Buffer.compare), doubles);
   });
 });
+
+describe('tuple codec: base64 decoding reuses one buffer', () => {
+  it('values decoded earlier are copies, never views of it', () => {
+    const uuid = { uuid: Uint8Array.from({ length: 16 }, (_, i) => i) };
+    const first = unpackTupleBase64(packTupleBase64([Uint8Array.of(1, 0, 2), 'é', uuid, [Uint8Array.of(7)], -(2n ** 70n), 2 ** 40]));
+    unpackTupleBase64(packTupleBase64([Uint8Array.of(9, 9, 9), 'zz', { uuid: new Uint8Array(16).fill(0xee) }, [Uint8Array.of(8)], 2n ** 70n, 5]));
+    unpackTupleBase64(packTupleBase64(['x'.repeat(10_000)])); // grows the buffer
+    assert.deepEqual(first, [Uint8Array.of(1, 0, 2), 'é', uuid, [Uint8Array.of(7)], -(2n ** 70n), 2 ** 40]);
+  });
+  it('a tuple ending right after a terminator is read from the decoded bytes only, not stale ones', () => {
+    unpackTupleBase64(packTupleBase64(['abc', 'def', 'ghi']));
+    assert.deepEqual(unpackTupleBase64(packTupleBase64(['ab'])), ['ab']);
+    assert.throws(() => unpackTupleBase64(Buffer.from([0x02, 0x61]).toString('base64')), { message: 'invalid packed tuple: unterminated string at byte 1' });
+  });
+});

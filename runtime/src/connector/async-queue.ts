@@ -1,6 +1,8 @@
 // A bounded single-consumer async queue: the runtime pushes requests, a connector iterates them.
 // `push` resolves when there is room again, so a slow consumer slows the reader (backpressure).
 
+const RESOLVED: Promise<void> = Promise.resolve();
+
 export class AsyncQueue<T> implements AsyncIterable<T> {
   private readonly items: T[] = [];
   private readonly capacity: number;
@@ -51,11 +53,11 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     if (this.ended) throw new Error('AsyncQueue: push after end');
     if (this.abandoned) {
       this.dropped++;
-      return Promise.resolve();
+      return RESOLVED;
     }
     this.items.push(item);
     this.wakeConsumer();
-    if (this.items.length < this.capacity) return Promise.resolve();
+    if (this.items.length < this.capacity) return RESOLVED;
     return new Promise<void>((resolve) => this.spaceWaiters.push(resolve));
   }
 

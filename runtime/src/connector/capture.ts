@@ -4,7 +4,7 @@
 import { ConfigError, ProtocolError } from '../errors.ts';
 import type { Envelope } from '../protocol/framing.ts';
 import type {
-  CaptureApplyRequest, CaptureOpenRequest, CaptureValidateRequest, DiscoveredBinding, SpecResponse,
+  CaptureApplyRequest, CaptureOpenRequest, CaptureValidateRequest, CapturedResponse, DiscoveredBinding, SpecResponse,
 } from '../protocol/capture.ts';
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { CaptureSpec, ConnectorState, JsonObject, JsonValue } from '../protocol/specs.ts';
@@ -93,15 +93,40 @@ function encodeState(state: ConnectorState): JsonObject {
   return out;
 }
 
-/** Validates one connector output and returns the exact line to write. */
-export function encodeCaptureOutput(output: CaptureOutput, bindingCount: number): JsonObject {
-  if (!isPlainObject(output)) throw new ProtocolError(`the connector yielded ${JSON.stringify(output)} instead of a capture output`);
+function checkOneVariant(output: object): void {
   const keys = Object.keys(output);
   if (keys.length !== 1) {
     throw new ProtocolError(`the connector yielded an output with ${keys.length === 0 ? 'no variant' : `variants ${keys.join(', ')}`}; expected exactly one of "captured", "checkpoint", "sourcedSchema"`);
   }
+}
+
+/**
+ * For a captured document the connector serialised itself (`{ captured: { binding, docJson } }`): the
+ * exact line to write (with its `\n`), the same bytes encodeCaptureOutput gives for `{ doc }`. Null for
+ * every other output. `docJson` is not parsed: it is checked to be one line of object text only.
+ */
+export function encodeCapturedJson(output: CaptureOutput, bindingCount: number): string | null {
+  if (typeof output !== 'object' || output === null) return null;
+  const c = (output as { captured?: unknown }).captured;
+  if (typeof c !== 'object' || c === null || !('docJson' in c)) return null;
+  checkOneVariant(output);
+  const binding = checkBindingIndex((c as { binding?: unknown }).binding, bindingCount, 'captured document');
+  const docJson = (c as { docJson: unknown }).docJson;
+  if ('doc' in c) throw new ProtocolError(`captured document for binding ${binding}: give either doc or docJson, not both`);
+  if (typeof docJson !== 'string' || docJson.charCodeAt(0) !== 0x7b || docJson.charCodeAt(docJson.length - 1) !== 0x7d || docJson.includes('\n')) {
+    throw new ProtocolError(`captured document for binding ${binding}: docJson must be the compact JSON text of an object (JSON.stringify of it), got ${typeof docJson === 'string' ? JSON.stringify(docJson.slice(0, 60)) : typeof docJson}`);
+  }
+  return binding === 0 ? `{"captured":{"doc":${docJson}}}\n` : `{"captured":{"binding":${binding},"doc":${docJson}}}\n`;
+}
+
+/** Validates one connector output and returns the exact line to write. */
+export function encodeCaptureOutput(output: CaptureOutput, bindingCount: number): JsonObject {
+  if (!isPlainObject(output)) throw new ProtocolError(`the connector yielded ${JSON.stringify(output)} instead of a capture output`);
+  checkOneVariant(output);
+  const json = encodeCapturedJson(output, bindingCount);
+  if (json !== null) return JSON.parse(json) as JsonObject;
   if ('captured' in output) {
-    const c = output.captured;
+    const c = output.captured as CapturedResponse;
     const binding = checkBindingIndex(c?.binding, bindingCount, 'captured document');
     if (!isPlainObject(c.doc)) throw new ProtocolError(`captured document for binding ${binding}: doc must be a JSON object`);
     return { captured: binding === 0 ? { doc: c.doc } : { binding, doc: c.doc } };
@@ -116,7 +141,7 @@ export function encodeCaptureOutput(output: CaptureOutput, bindingCount: number)
     if (s.documentSchema === undefined) throw new ProtocolError(`sourcedSchema for binding ${binding}: documentSchema is required`);
     return { sourcedSchema: binding === 0 ? { documentSchema: s.documentSchema } : { binding, documentSchema: s.documentSchema } };
   }
-  throw new ProtocolError(`the connector yielded an unknown output "${keys[0]}"; expected one of "captured", "checkpoint", "sourcedSchema"`);
+  throw new ProtocolError(`the connector yielded an unknown output "${Object.keys(output)[0]}"; expected one of "captured", "checkpoint", "sourcedSchema"`);
 }
 
 /**
@@ -272,9 +297,14 @@ async function runSession<Config, Resource>(
         return;
       }
       if (result.done) break;
-      const line = encodeCaptureOutput(result.value, count);
       let written: Promise<void>;
-      if ('captured' in line) {
+      // A document the connector serialised itself goes out as it is (no parse, no stringify).
+      const json = encodeCapturedJson(result.value, count);
+      const line = json === null ? encodeCaptureOutput(result.value, count) : null;
+      if (line === null) {
+        documentsSinceCheckpoint++;
+        written = io.writer.writeDocumentLine(json as string);
+      } else if ('captured' in line) {
         documentsSinceCheckpoint++;
         written = io.writer.writeDocument(line);
       } else {

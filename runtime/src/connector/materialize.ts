@@ -2,7 +2,7 @@
 // Per transaction: acknowledge → acknowledged, load…, flush → loaded… flushed, store…,
 // startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
 import { ProtocolError } from '../errors.ts';
-import type { Envelope } from '../protocol/framing.ts';
+import { type Envelope, rawBodyMemberText } from '../protocol/framing.ts';
 import type { SpecResponse } from '../protocol/capture.ts';
 import type {
   LoadRequest, MaterializeApplyRequest, MaterializeOpenRequest, MaterializeOpenedResponse, MaterializeValidateRequest,
@@ -117,6 +117,10 @@ export function decodeStore(request: Envelope, bindingCount: number): DecodedSto
   if (body.doc !== undefined) {
     if (!isPlainObject(body.doc)) throw new ProtocolError(`${what}: doc must be a JSON object`);
     out.doc = body.doc;
+    if (request.text !== undefined) {
+      const raw = rawBodyMemberText(request.text, 'store', 'doc');
+      if (raw !== undefined) out.docJson = raw;
+    }
   }
   return out;
 }

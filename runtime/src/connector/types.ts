@@ -73,9 +73,18 @@ export interface CaptureOpenContext<Config, Resource> extends BaseContext<Config
   acknowledgements: AsyncIterable<number>;
 }
 
+/**
+ * A captured document the connector has already serialised. `docJson` must be exactly what
+ * `JSON.stringify(doc)` gives for a JSON object `doc`; the runtime splices it into the `captured` line
+ * without parsing it, so the line is byte for byte the one `{ captured: { binding, doc } }` produces.
+ * The runtime checks only that it is one line of object text (`{…}`, no newline).
+ */
+export interface CapturedJson { binding?: number; docJson: string }
+
 /** What a capture session yields; each is written as one protocol line, in order, with backpressure. */
 export type CaptureOutput =
   | { captured: CapturedResponse }
+  | { captured: CapturedJson }
   | { checkpoint: CheckpointResponse }
   | { sourcedSchema: SourcedSchemaResponse };
 
@@ -128,6 +137,12 @@ export interface DecodedStore {
   values: TupleValue[];
   keyPacked: string;
   doc?: JsonObject;
+  /**
+   * The document exactly as the request's JSON text held it (set with `doc` when the request came from
+   * a JSON line): a destination that stores the document as JSON text writes this instead of
+   * re-serialising `doc` (same document; numbers keep every digit they were sent with).
+   */
+  docJson?: string;
   exists: boolean;
   delete: boolean;
 }

@@ -205,20 +205,35 @@ function tupleError(message: string, offset: number): ProtocolError {
   return new ProtocolError(`invalid packed tuple: ${message} at byte ${offset}`);
 }
 
+type Utf8Slicer = Buffer & { utf8Slice?: (start: number, end: number) => string };
+
+/** Reads bytes[0, end). The bytes may be a reused scratch buffer: nothing returned may be a view of it. */
 class Reader {
   pos = 0;
   readonly bytes: Buffer;
-  constructor(bytes: Uint8Array) {
+  readonly end: number;
+  constructor(bytes: Uint8Array, end = bytes.length) {
     this.bytes = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.end = end;
   }
   /** Checks that n more bytes exist and returns the offset of the first (advancing past them). */
   skip(n: number, what: string): number {
-    if (this.pos + n > this.bytes.length) {
-      throw tupleError(`truncated ${what} (needs ${n} bytes, ${this.bytes.length - this.pos} left)`, this.pos);
+    if (this.pos + n > this.end) {
+      throw tupleError(`truncated ${what} (needs ${n} bytes, ${this.end - this.pos} left)`, this.pos);
     }
     const at = this.pos;
     this.pos += n;
     return at;
+  }
+  /** The next byte (advancing past it). */
+  byte(what: string): number {
+    if (this.pos >= this.end) throw tupleError(`truncated ${what} (needs 1 bytes, 0 left)`, this.pos);
+    return this.bytes[this.pos++]!;
+  }
+  /** The index of the next 0x00 at or after `from`, or -1. */
+  nul(from: number): number {
+    const i = this.bytes.indexOf(0x00, from);
+    return i === -1 || i >= this.end ? -1 : i;
   }
   /** Unsigned big-endian integer of n (≤ 8) bytes, optionally one's-complemented. */
   unsigned(n: number, what: string, complement: boolean): number | bigint {
@@ -240,10 +255,12 @@ class Reader {
   /** A UTF-8 string up to its unescaped terminator, decoded without an intermediate copy. */
   text(at: number): string {
     const start = this.pos;
-    const end = this.bytes.indexOf(0x00, start);
-    if (end !== -1 && this.bytes[end + 1] !== 0xff) {
+    const end = this.nul(start);
+    if (end !== -1 && (end + 1 >= this.end || this.bytes[end + 1] !== 0xff)) {
       this.pos = end + 1;
-      const text = this.bytes.toString('utf8', start, end);
+      const b = this.bytes as Utf8Slicer;
+      const text = b.utf8Slice ? b.utf8Slice(start, end) : b.toString('utf8', start, end);
+      // (A one-byte string cannot contain U+FFFD: V8 answers this without scanning.)
       if (text.includes('\uFFFD')) strictUtf8(this.bytes.subarray(start, end), at);
       return text;
     }
@@ -253,30 +270,26 @@ class Reader {
     return text;
   }
   take(n: number, what: string): Uint8Array {
-    if (this.pos + n > this.bytes.length) {
-      throw tupleError(`truncated ${what} (needs ${n} bytes, ${this.bytes.length - this.pos} left)`, this.pos);
-    }
-    const out = this.bytes.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return out;
+    const at = this.skip(n, what);
+    return this.bytes.subarray(at, at + n);
   }
-  /** Reads an escaped, 0x00-terminated byte string (a view when nothing was escaped). */
+  /** Reads an escaped, 0x00-terminated byte string (a view of the input when nothing was escaped). */
   escaped(what: string): Buffer {
     const start = this.pos;
     const bytes = this.bytes;
-    let end = bytes.indexOf(0x00, start);
+    let end = this.nul(start);
     if (end === -1) throw tupleError(`unterminated ${what}`, start);
-    if (bytes[end + 1] !== 0xff) {
+    if (end + 1 >= this.end || bytes[end + 1] !== 0xff) {
       this.pos = end + 1;
       return bytes.subarray(start, end);
     }
     // Escaped NULs (0x00 0xFF): copy the pieces between them.
     const parts: Uint8Array[] = [];
     let from = start;
-    while (bytes[end + 1] === 0xff) {
+    while (end + 1 < this.end && bytes[end + 1] === 0xff) {
       parts.push(bytes.subarray(from, end + 1));
       from = end + 2;
-      end = bytes.indexOf(0x00, from);
+      end = this.nul(from);
       if (end === -1) throw tupleError(`unterminated ${what}`, start);
     }
     parts.push(bytes.subarray(from, end));
@@ -309,12 +322,12 @@ function narrow(n: bigint): number | bigint {
 
 function readElement(r: Reader, nested: boolean): TupleValue {
   const at = r.pos;
-  const code = r.take(1, 'type code')[0]!;
+  const code = r.byte('type code');
   switch (code) {
     case NULL:
       if (nested) {
         // Inside a nested tuple, null is 0x00 0xFF (a bare 0x00 ends the nested tuple; handled by the caller).
-        r.take(1, 'nested null');
+        r.byte('nested null');
       }
       return null;
     case BYTES:
@@ -324,8 +337,8 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     case NESTED: {
       const out: TupleValue[] = [];
       while (true) {
-        if (r.pos >= r.bytes.length) throw tupleError('unterminated nested tuple', at);
-        if (r.bytes[r.pos] === 0x00 && r.bytes[r.pos + 1] !== 0xff) {
+        if (r.pos >= r.end) throw tupleError('unterminated nested tuple', at);
+        if (r.bytes[r.pos] === 0x00 && (r.pos + 1 >= r.end || r.bytes[r.pos + 1] !== 0xff)) {
           r.pos++;
           return out;
         }
@@ -349,11 +362,11 @@ function readElement(r: Reader, nested: boolean): TupleValue {
     case UUID:
       return { uuid: Uint8Array.from(r.take(16, 'UUID')) };
     case POS_INT_ARBITRARY: {
-      const len = r.take(1, 'integer length')[0]!;
+      const len = r.byte('integer length');
       return narrow(bytesToBigInt(r.take(len, 'integer')));
     }
     case NEG_INT_ARBITRARY: {
-      const len = r.take(1, 'integer length')[0]! ^ 0xff;
+      const len = r.byte('integer length') ^ 0xff;
       const bytes = r.take(len, 'integer').map((b) => b ^ 0xff);
       return narrow(-bytesToBigInt(bytes));
     }
@@ -369,21 +382,28 @@ function readElement(r: Reader, nested: boolean): TupleValue {
 
 /** Unpacks a FoundationDB tuple. Throws ProtocolError on malformed input. */
 export function unpackTuple(bytes: Uint8Array): TupleValue[] {
-  const r = new Reader(bytes);
+  return unpackFrom(new Reader(bytes));
+}
+
+function unpackFrom(r: Reader): TupleValue[] {
   const out: TupleValue[] = [];
-  while (r.pos < bytes.length) out.push(readElement(r, false));
+  while (r.pos < r.end) out.push(readElement(r, false));
   return out;
 }
 
+/** Base64 is decoded into this reused buffer (no allocation per tuple); it grows as needed. */
+let base64Scratch = Buffer.allocUnsafe(4096);
+
 /** Unpacks a base64 `keyPacked` / `valuesPacked` string. */
 export function unpackTupleBase64(packed: string): TupleValue[] {
-  const bytes = packed.length % 4 === 0 ? Buffer.from(packed, 'base64') : undefined;
   // Node skips characters outside the alphabet, so a clean decode has exactly the expected length.
   const padding = packed.endsWith('==') ? 2 : packed.endsWith('=') ? 1 : 0;
-  if (bytes === undefined || bytes.length !== (packed.length / 4) * 3 - padding) {
-    throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
-  }
-  return unpackTuple(bytes);
+  const expected = (packed.length / 4) * 3 - padding;
+  if (packed.length % 4 !== 0) throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
+  if (base64Scratch.length < expected + 3) base64Scratch = Buffer.allocUnsafe(Math.max(expected + 3, base64Scratch.length * 2));
+  const written = base64Scratch.write(packed, 0, 'base64');
+  if (written !== expected) throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
+  return unpackFrom(new Reader(base64Scratch, written));
 }
 
 /** Formats a UUID element as the usual 8-4-4-4-12 hex string. */
