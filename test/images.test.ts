@@ -18,7 +18,7 @@ import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
 import { packTupleBase64 } from '@sluice/runtime';
 import type { CaptureResponse, JsonObject, MaterializationSpec, MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
-import { runSession, unaryRpc } from '../runtime/src/host/index.ts';
+import { runSession, startConnector, unaryRpc } from '../runtime/src/host/index.ts';
 import type { ContainerTarget } from '../runtime/src/host/index.ts';
 import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
@@ -163,10 +163,23 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
     let server: Server;
     let url = '';
     const csv = 'id,name\n1,alpha\n2,beta\n3,"gamma, delta"\n';
+    let slowStarted: () => void = () => undefined;
+    const slowGet = new Promise<void>((resolve) => { slowStarted = resolve; });
     before(async () => {
       server = createServer((req, res) => {
         res.setHeader('Last-Modified', 'Tue, 05 Mar 2024 10:00:00 GMT');
         res.setHeader('Content-Type', 'text/csv');
+        if (req.url === '/slow.csv') {
+          // A file that never finishes: a row every 100 ms until the client goes away.
+          res.setHeader('Content-Length', 1e9);
+          if (req.method === 'HEAD') return void res.end();
+          res.write('id,name\n');
+          slowStarted();
+          let n = 0;
+          const timer = setInterval(() => res.write(`${n++},row\n`), 100);
+          res.on('close', () => clearInterval(timer));
+          return;
+        }
         res.setHeader('Content-Length', Buffer.byteLength(csv));
         res.end(req.method === 'HEAD' ? undefined : csv);
       });
@@ -195,6 +208,33 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
         { id: '3', name: 'gamma, delta', _meta: { file: url, offset: 2 } },
       ]);
       assert.ok(responses.some((r) => 'checkpoint' in r), 'no checkpoint');
+    });
+
+    test('SIGTERM to `podman run` stops the connector in the container cleanly; the container is removed', async () => {
+      const name = `sluice-test-sigterm-${process.pid}`;
+      const proc = startConnector(target('source-http-file', { engineArgs: ['--name', name] }), { protocol: 'capture', timeoutMs: 60_000 });
+      await proc.send({
+        open: {
+          capture: {
+            name: 'acmeCo/slow',
+            config: { url: url.replace('people.csv', 'slow.csv') },
+            bindings: [{ resourceConfig: { stream: 'slow' }, resourcePath: ['slow'], collection: { name: 'acmeCo/slow', key: ['/_meta/file', '/_meta/offset'] }, stateKey: 'slow' }],
+          },
+          state: {},
+        },
+      } as never);
+      const responses = proc.responses();
+      const first = await responses.next();
+      assert.deepEqual(first.value, { opened: {} });
+      await slowGet; // the download is under way
+      // Keep reading stdout while it stops (the child's 'close' waits for its output to be consumed).
+      const rest = (async () => { for await (const _ of responses) { /* the final checkpoint */ } })();
+      const status = await proc.kill(20_000);
+      await rest;
+      assert.deepEqual(status, { code: 0, signal: null }, `podman run ended with ${JSON.stringify(status)}; logs: ${JSON.stringify(proc.logs.slice(-3))}`);
+      assert.ok(proc.logs.some((l) => /SIGTERM/.test(l.msg)), `the connector did not log the SIGTERM: ${JSON.stringify(proc.logs.slice(-3))}`);
+      const exists = await run('podman', ['container', 'exists', name]).then(() => true, () => false);
+      assert.equal(exists, false, `container ${name} is still there`);
     });
   });
 
