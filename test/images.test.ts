@@ -27,6 +27,8 @@ const run = promisify(execFile);
 const ROOT = new URL('../', import.meta.url).pathname;
 const REGISTRY = 'localhost/sluice-test';
 const MAX_BYTES = 250e6;
+/** Bounds each test (a hung container would otherwise hold the suite until its own timeout). */
+const TEST_TIMEOUT = 180_000;
 const IMAGES = [
   { name: 'source-http-file', protocol: 'capture', version: 'v1' },
   { name: 'materialize-sqlserver', protocol: 'materialize', version: 'v2' },
@@ -117,7 +119,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
   }, { timeout: 10 * 60_000 });
 
   for (const image of IMAGES) {
-    test(`${image.name}: tags, labels, non-root user, entrypoint, size < 250 MB`, async () => {
+    test(`${image.name}: tags, labels, non-root user, entrypoint, size < 250 MB`, { timeout: TEST_TIMEOUT }, async () => {
       const reported = builtTags.get(`${REGISTRY}/${image.name}`) ?? [];
       assert.equal(reported.length, 3, `docker/build.sh reported tags ${JSON.stringify(reported)}`);
       assert.deepEqual(reported.slice(0, 2), ['dev', image.version]);
@@ -137,7 +139,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.ok(info.Size < MAX_BYTES, `${image.name} is ${(info.Size / 1e6).toFixed(1)} MB; the target is < 250 MB`);
     });
 
-    test(`${image.name}: production dependencies only, sources outside node_modules`, async () => {
+    test(`${image.name}: production dependencies only, sources outside node_modules`, { timeout: TEST_TIMEOUT }, async () => {
       const out = await shell(image.name, [
         'cd /app',
         'for p in typescript eslint turbo node @types/node; do test -e node_modules/$p && echo "dev dependency $p"; done',
@@ -148,7 +150,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.equal(out.trim(), `/app/runtime\n/app/connectors/${image.name}`);
     });
 
-    test(`${image.name}: spec answers`, async () => {
+    test(`${image.name}: spec answers`, { timeout: TEST_TIMEOUT }, async () => {
       const res = await unaryRpc(target(image.name), { spec: { connectorType: 'IMAGE' } }, { protocol: image.protocol, timeoutMs: 60_000 });
       const spec = (res as { spec?: JsonObject }).spec;
       assert.ok(spec, `expected a spec response, got ${JSON.stringify(res)}`);
@@ -188,7 +190,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
     });
     after(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-    test('open → documents and a checkpoint, exit 0', async () => {
+    test('open → documents and a checkpoint, exit 0', { timeout: TEST_TIMEOUT }, async () => {
       const responses: CaptureResponse[] = await runSession(target('source-http-file'), [{
         open: {
           capture: {
@@ -210,7 +212,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.ok(responses.some((r) => 'checkpoint' in r), 'no checkpoint');
     });
 
-    test('SIGTERM to `podman run` stops the connector in the container cleanly; the container is removed', async () => {
+    test('SIGTERM to `podman run` stops the connector in the container cleanly; the container is removed', { timeout: TEST_TIMEOUT }, async () => {
       const name = `sluice-test-sigterm-${process.pid}`;
       const proc = startConnector(target('source-http-file', { engineArgs: ['--name', name] }), { protocol: 'capture', timeoutMs: 60_000 });
       await proc.send({
@@ -254,7 +256,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       await new Promise<void>((resolve) => (echo ? echo.close(() => resolve()) : resolve()));
     });
 
-    test('the connector\'s tunnel forwards a TCP connection through a real sshd', { skip: noSshd ?? false }, async () => {
+    test('the connector\'s tunnel forwards a TCP connection through a real sshd', { skip: noSshd ?? false, timeout: TEST_TIMEOUT }, async () => {
       const script = `
         import { connect } from 'node:net';
         import { openTunnel } from '/app/connectors/materialize-sqlserver/src/tunnel.ts';
@@ -333,7 +335,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
 
     const sluice = (args: string[]) => run(process.execPath, [join(ROOT, 'plane/bin/sluice.ts'), ...args], { cwd: ROOT, timeout: 120_000 });
 
-    test('sluice preview --container-engine podman: a capture image\'s documents', async () => {
+    test('sluice preview --container-engine podman: a capture image\'s documents', { timeout: TEST_TIMEOUT }, async () => {
       const { stdout } = await sluice(['preview', '--catalog', join(dir, 'capture.flow.yaml'), '--container-engine', 'podman', '--timeout', '60']);
       const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as [string, JsonObject]);
       assert.deepEqual(lines.map(([c, d]) => [c, d['id'], d['name'], (d['_meta'] as JsonObject)['file']]), [
@@ -346,6 +348,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
     });
 
     test('sluice preview --container-engine podman: materialize-sqlite keeps its file between apply and open', {
+      timeout: TEST_TIMEOUT,
       todo: 'plane gap: the launcher runs each RPC in a fresh `podman run --rm` without mounting the endpoint\'s '
         + 'directory, so the tables that apply creates are gone when open runs (reported to the plane owner)',
     }, async () => {
@@ -383,7 +386,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       }],
     } as MaterializationSpec;
 
-    test('apply, then one transaction: rows in the host file', async () => {
+    test('apply, then one transaction: rows in the host file', { timeout: TEST_TIMEOUT }, async () => {
       chownSync(dir, 1000, 1000); // the image runs as uid 1000
       const mounted = target('materialize-sqlite', { mounts: [{ source: dir, target: '/data' }] });
       const applied = await unaryRpc(mounted, { apply: { materialization: spec, version: 'v1' } }, { protocol: 'materialize', timeoutMs: 60_000 });
