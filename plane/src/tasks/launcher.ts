@@ -1,7 +1,8 @@
 // Starting a task's connector from its catalog endpoint: a built-in connector (image ending in
 // /source-http-file, /materialize-sqlite, /materialize-sqlserver, or the embedded `sqlite` endpoint)
 // runs as a Node process; `local` runs its command; any image runs in a container when a container
-// engine (docker or podman) is configured.
+// engine (docker or podman) is configured; materialize-sqlite then gets its file's directory mounted.
+import { dirname, isAbsolute } from 'node:path';
 import {
   ConfigError, ProtocolError, type CaptureRequest, type CaptureResponse, type ConnectorType, type JsonObject,
   type MaterializeRequest, type MaterializeResponse,
@@ -52,7 +53,16 @@ export class Launcher {
       return { command, args, env: { ...env, ...endpoint.env } };
     }
     const engine = this.options.containerEngine;
-    if (engine !== undefined) return { engine, image: endpoint.image, env };
+    if (engine !== undefined) {
+      const target: ConnectorTarget = { engine, image: endpoint.image, env };
+      // materialize-sqlite writes the file at config.path: mount its directory (same path inside), so
+      // the tables apply creates are there when open runs in the next container.
+      const path = endpoint.config.path;
+      if (builtinForImage(endpoint.image)?.name === 'materialize-sqlite' && typeof path === 'string' && isAbsolute(path) && dirname(path) !== dirname(dirname(path))) {
+        target.mounts = [{ source: dirname(path), target: dirname(path) }];
+      }
+      return target;
+    }
     const builtin = builtinForImage(endpoint.image);
     if (builtin === undefined) {
       throw new ConfigError(`${task}: image ${endpoint.image} is not a built-in connector (${BUILTIN_CONNECTORS.map((c) => c.name).join(', ')}); run with --container-engine docker|podman to run it in a container`);

@@ -49,6 +49,13 @@ test('launcher: a container gets env values through the engine environment, neve
   assert.deepEqual(target.env, { DB_PASSWORD: 'hunter2' });
   const argv = containerArgs(target);
   assert.deepEqual(argv, ['run', '--rm', '-i', '--network', 'host', '-e', 'DB_PASSWORD', '-e', 'FLOW_RUNTIME_CODEC', V2]);
+  // materialize-sqlite in a container: its file's directory is mounted at the same path, so the tables
+  // apply creates are there for open (each RPC is a fresh container); other images get no mounts.
+  const sqlite = new Launcher({ containerEngine: 'podman' })
+    .target({ kind: 'connector', image: 'ghcr.io/sluice-dev/materialize-sqlite:v1', config: { path: '/srv/data/out.db' } }, 'acmeCo/to-sqlite');
+  assert.deepEqual(containerArgs(sqlite as ContainerTarget).slice(-3), ['-v', '/srv/data:/srv/data', 'ghcr.io/sluice-dev/materialize-sqlite:v1']);
+  assert.equal((new Launcher({ containerEngine: 'podman' }).target({ kind: 'connector', image: V2, config: { path: '/srv/data/out.db' } }, 'x') as ContainerTarget).mounts, undefined);
+  assert.equal((new Launcher({ containerEngine: 'podman' }).target({ kind: 'connector', image: 'materialize-sqlite:v1', config: { path: 'out.db' } }, 'x') as ContainerTarget).mounts, undefined, 'relative paths are the container\'s own');
   // Without an engine, a built-in image runs the connector's bin as a process, whatever its tag.
   const proc = new Launcher().target({ kind: 'connector', image: V1, config: {} }, 'acmeCo/to-mssql') as { command: string; args: string[] };
   assert.equal(proc.command, process.execPath);
