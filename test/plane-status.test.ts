@@ -1,8 +1,9 @@
 // The status API's summary cases produced by real task behaviour on a running local plane
 // (`startPlane`, what `sluice serve` runs): a capture that runs and reports a connector status (ok),
-// one slow to send `opened` (warning), one whose connector fails (error with next_retry), a disabled
-// one (taskDisabled), and a catalog test that passes and then fails. Every query goes over loopback
-// HTTP with an access token exchanged for a refresh token made by `sluice token create`.
+// one slow to send `opened` and later slow to apply an edit (warnings), one whose connector fails
+// (error with next_retry), a disabled one (taskDisabled), and a catalog test that passes and then
+// fails. Every query goes over loopback HTTP with an access token exchanged for a refresh token made
+// by `sluice token create`.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,7 +41,7 @@ interface Item {
   };
 }
 
-function catalog(opts: { verifyN: number }): string {
+function catalog(opts: { verifyN: number; slowApplyMs?: number }): string {
   const schema = `
     schema:
       type: object
@@ -67,7 +68,7 @@ captures:
     endpoint:
       local:
         command: [${node}, ${JSON.stringify(SLOW_CAPTURE)}]
-        config: {openDelayMs: 120000, status: warming up}
+        config: {openDelayMs: 120000, status: warming up${opts.slowApplyMs ? `, applyDelayMs: ${opts.slowApplyMs}` : ''}}
     bindings:
       - resource: {name: slow}
         target: acmeCo/slow
@@ -228,4 +229,20 @@ test('status API: summary cases from real tasks (ok, warning, error, taskDisable
   const [still] = await status(['acmeCo/ok/source']);
   assert.deepEqual(still?.summary, { status: 'ok', message: 'Capturing 1 binding' });
   assert.equal(still?.last_build_id, pubId, 'a failed publication builds nothing');
+
+  // warning: a publication whose build is not yet running (the edited task's apply takes a while).
+  writeFileSync(file, catalog({ verifyN: 2, slowApplyMs: 1500 }));
+  const third = running.republish();
+  const pending = await until('acmeCo/slow/source', 'the new build pending activation', (i) => i.last_build_id !== pubId);
+  assert.deepEqual(pending.summary, { status: 'warning', message: 'pending data-plane activation' });
+  assert.equal(pending.controller_status?.activation?.last_activated, pubId);
+  const thirdResult = await third;
+  assert.equal(thirdResult.result, 'success');
+  // The unchanged capture kept running: it moved to the new build and its status stayed ok.
+  const [touched] = await status(['acmeCo/ok/source']);
+  assert.equal(touched?.last_build_id, thirdResult.pubId);
+  assert.equal(touched?.controller_status?.activation?.last_activated, thirdResult.pubId);
+  assert.deepEqual(touched?.summary, { status: 'ok', message: 'Capturing 1 binding' });
+  const activated = await until('acmeCo/slow/source', 'the new build activated', (i) => i.controller_status?.activation?.last_activated === i.last_build_id);
+  assert.deepEqual(activated.summary, { status: 'warning', message: 'waiting for task shards to be ready' });
 });
