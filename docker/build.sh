@@ -96,7 +96,7 @@ case "$engine" in
     # --layers caches each step (npm install is redone only when a package.json or the lock file changes);
     # --pull=false pulls a base image only when it is missing (and never for localhost/ names we made).
     if [ "$engine" = buildah ]; then build=(buildah bud); else build=(podman build); fi
-    build+=(--layers --pull=false --format docker "${secret[@]}")
+    build+=(--layers --force-rm --pull=false --format docker "${secret[@]}")
     [ "$no_cache" = 0 ] || build+=(--no-cache)
     size_of() { "$engine" inspect --type image --format '{{.Size}}' "$1" 2>/dev/null || podman image inspect --format '{{.Size}}' "$1"; } ;;
 esac
