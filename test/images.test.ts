@@ -240,6 +240,22 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
     });
   });
 
+  test('materialize-sqlserver: its drivers run in the image (validate against a closed port; IAM modules load)', { timeout: TEST_TIMEOUT }, async () => {
+    const probe = createNetServer();
+    await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const config = { address: `127.0.0.1:${port}`, database: 'flow', user: 'sa', credentials: { auth_type: 'UserPassword', password: 'x' } };
+    await assert.rejects(
+      unaryRpc(target('materialize-sqlserver'), { validate: { name: 'acmeCo/sqlserver', connectorType: 'IMAGE', config, bindings: [] } }, { protocol: 'materialize', timeoutMs: 60_000 }),
+      (err: Error) => /connection to 127\.0\.0\.1:\d+ was refused/.test(err.message) || assert.fail(`unexpected error: ${err.message}`),
+    );
+    const { stdout } = await run('podman', ['run', '--rm', '--network', 'none', '-w', '/app/connectors/materialize-sqlserver', '--entrypoint', 'node',
+      imageRef('materialize-sqlserver'), '--input-type=module', '-e',
+      "const s = await import('@aws-sdk/rds-signer'); const t = await import('@aws-sdk/client-sts'); console.log(typeof s.Signer, typeof t.STSClient)"]);
+    assert.equal(stdout.trim(), 'function function');
+  });
+
   describe('materialize-sqlserver: SSH tunnels work inside the image (pure-JS ssh2, no openssh-client)', () => {
     const noSshd = skip === undefined ? sshdUnavailable() : undefined;
     if (noSshd !== undefined) console.log(`# materialize-sqlserver SSH tunnel in the image: skipped: ${noSshd}`);
