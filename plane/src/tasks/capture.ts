@@ -11,7 +11,7 @@ import type { SchemaValidators } from '../journals/validator.ts';
 import { CollectionWriter, DocumentError, type PreparedDoc } from '../journals/writer.ts';
 import { FULL_RANGE } from './materialize.ts';
 import type { ConnectorSession } from './session.ts';
-import { applyState } from './state.ts';
+import { applyStateUpdate as applyState } from '@sluice/runtime';
 
 export function captureStateKey(task: string): string { return `capture/${task}/state`; }
 

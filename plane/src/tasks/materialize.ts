@@ -17,7 +17,7 @@ import { resolvePointer } from '../journals/pointer.ts';
 import { timestampTicks, uuidTicks } from '../journals/uuid.ts';
 import { createPacker, type Packer } from './pack.ts';
 import type { ConnectorSession } from './session.ts';
-import { applyState } from './state.ts';
+import { applyStateUpdate as applyState } from '@sluice/runtime';
 
 export const FULL_RANGE = { keyEnd: 4294967295, rClockEnd: 4294967295 };
 export const PARTITION_LABEL_PREFIX = 'estuary.dev/field/';
