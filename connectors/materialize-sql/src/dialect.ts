@@ -20,6 +20,11 @@ export interface MappedType {
   toParam(value: TupleValue | JsonValue | undefined): SqlParam;
   /** True when the user gave an explicit DDL override (always treated as compatible with an existing column). */
   userDdl?: boolean;
+  /**
+   * The document column only: the parameter for a document given as its JSON text (the store's `docJson`),
+   * so it is not re-serialised. Without it, `toParam(doc)` is used.
+   */
+  fromJsonText?(json: string): SqlParam;
 }
 
 /** How an existing column relates to the type a selected field now maps to. */
@@ -97,6 +102,15 @@ export interface StatementTemplates {
   storeInsert?(table: Table): string;
   /** Parameterized delete by key (key columns in order). Hard deletes. */
   storeDelete?(table: Table): string;
+  /**
+   * Optional: `storeUpsert` / `storeInsert` for `rows` rows in one statement (parameters row after row, each
+   * in Table.columns order), applied in order as that many single-row statements would be. The direct flow
+   * then batches runs of rows (fewer statement executions).
+   */
+  storeUpsertRows?(table: Table, rows: number): string;
+  storeInsertRows?(table: Table, rows: number): string;
+  /** Most rows `storeUpsertRows` / `storeInsertRows` take for this table (e.g. the parameter limit ÷ columns). */
+  maxRowsPerStore?(table: Table): number;
 
   // --- store, staged flow ---------------------------------------------------------------------
   /** Raw and quoted name of the per-session temp table holding staged rows (+ `_flow_delete`). */

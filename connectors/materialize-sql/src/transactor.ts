@@ -43,6 +43,17 @@ export const FLOW_DELETE_COLUMN = '_flow_delete';
 
 interface StagedState { hasData: boolean; needsMerge: boolean }
 
+/** Direct flow, per binding: prepared statements and the rows gathered for the next multi-row statement. */
+interface DirectStoreState {
+  table: Table;
+  write: PreparedStatement;
+  del: PreparedStatement | undefined;
+  writeMany: PreparedStatement | undefined;
+  rows: number;
+  params: SqlParam[];
+  count: number;
+}
+
 export class SqlTransactor implements Transactor {
   readonly #o: SqlTransactorOptions;
   readonly #batch: number;
@@ -80,14 +91,31 @@ export class SqlTransactor implements Transactor {
   }
 
   #rowOf(t: Table, s: DecodedStore): SqlParam[] {
-    const key = this.#params(t.keys, s.key, 'key', t);
-    const values = this.#params(t.values, s.values, 'value', t);
-    const row = key.concat(values);
-    if (t.document !== undefined) {
-      if (s.doc === undefined) throw new SqlError(`${t.path.join('.')}: a store has no document although the document field '${t.document.field}' is selected`);
-      row.push(t.document.mapped.toParam(s.doc));
-    }
+    const row: SqlParam[] = [];
+    this.#pushRow(row, t, s);
     return row;
+  }
+
+  /** Appends a store's parameters (keys, values, document: Table.columns order) to `out`. */
+  #pushRow(out: SqlParam[], t: Table, s: DecodedStore): void {
+    this.#pushParams(out, t.keys, s.key, 'key', t);
+    this.#pushParams(out, t.values, s.values, 'value', t);
+    const d = t.document;
+    if (d === undefined) return;
+    if (s.doc === undefined) throw new SqlError(`${t.path.join('.')}: a store has no document although the document field '${d.field}' is selected`);
+    // The document as sent (no re-serialisation) when the column takes JSON text.
+    out.push(s.docJson !== undefined && d.mapped.fromJsonText !== undefined ? d.mapped.fromJsonText(s.docJson) : d.mapped.toParam(s.doc));
+  }
+
+  #pushParams(out: SqlParam[], columns: Column[], values: unknown[], what: string, t: Table): void {
+    for (let i = 0; i < columns.length; i++) {
+      const c = columns[i]!;
+      try {
+        out.push(c.mapped.toParam(values[i] as never));
+      } catch (cause) {
+        throw new SqlError(`${t.path.join('.')}: cannot write ${what} field '${c.field}' (${c.mapped.ddl}): ${(cause as Error).message}`, { cause });
+      }
+    }
   }
 
   /** What the last staged load and store did (bulk loads, spills): for tests and diagnostics. */
@@ -175,27 +203,55 @@ export class SqlTransactor implements Transactor {
     if (this.#o.dialect.storeFlow === 'staged') return this.#storeStaged(stores);
     const tpl = this.#o.dialect.templates;
     const hardDelete = this.#o.hardDelete;
-    // Per binding: [insert-or-upsert, delete] statements, prepared once per session.
-    const stmts: ({ write: PreparedStatement; del: PreparedStatement | undefined } | undefined)[] = [];
+    // Per binding: statements prepared once per session, and the rows waiting for a multi-row statement.
+    const states: (DirectStoreState | undefined)[] = [];
     for await (const s of stores) {
-      let st = stmts[s.binding];
+      let st = states[s.binding];
       const t = this.#table(s.binding);
       if (st === undefined) {
-        const write = t.deltaUpdates ? this.#prepare(tpl.storeInsert?.(t), 'storeInsert') : this.#prepare(tpl.storeUpsert?.(t), 'storeUpsert');
+        const one = t.deltaUpdates ? tpl.storeInsert?.(t) : tpl.storeUpsert?.(t);
+        const write = this.#prepare(one, t.deltaUpdates ? 'storeInsert' : 'storeUpsert');
         const del = !t.deltaUpdates && hardDelete ? this.#prepare(tpl.storeDelete?.(t), 'storeDelete') : undefined;
-        stmts[s.binding] = st = { write, del };
+        const rows = tpl.maxRowsPerStore?.(t) ?? 1;
+        const many = rows > 1 ? (t.deltaUpdates ? tpl.storeInsertRows?.(t, rows) : tpl.storeUpsertRows?.(t, rows)) : undefined;
+        st = { table: t, write, del, writeMany: many === undefined ? undefined : this.#prepare(many, 'storeRows'), rows: many === undefined ? 1 : rows, params: [], count: 0 };
+        states[s.binding] = st;
       }
       if (s.delete && st.del !== undefined) {
-        // A deletion of a key never stored has nothing to delete.
+        // A deletion of a key never stored has nothing to delete. Rows before it are written first (order).
         if (s.exists) {
+          await this.#flushDirect(st);
           const r = st.del.run(this.#params(t.keys, s.key, 'key', t));
           if (typeof r !== 'number') await r;
         }
         continue;
       }
-      const r = st.write.run(this.#rowOf(t, s));
+      if (st.writeMany === undefined) {
+        const r = st.write.run(this.#rowOf(t, s));
+        if (typeof r !== 'number') await r;
+        continue;
+      }
+      this.#pushRow(st.params, t, s);
+      if (++st.count === st.rows) {
+        const r = st.writeMany.run(st.params);
+        st.params = [];
+        st.count = 0;
+        if (typeof r !== 'number') await r;
+      }
+    }
+    for (const st of states) if (st !== undefined) await this.#flushDirect(st);
+  }
+
+  /** Writes a binding's rows still waiting for a full multi-row statement, one statement each. */
+  async #flushDirect(st: DirectStoreState): Promise<void> {
+    if (st.count === 0) return;
+    const width = st.table.columns.length;
+    for (let i = 0; i < st.count; i++) {
+      const r = st.write.run(st.params.slice(i * width, (i + 1) * width));
       if (typeof r !== 'number') await r;
     }
+    st.params = [];
+    st.count = 0;
   }
 
   /** Read the load join's rows and hand each document to the runtime. */
