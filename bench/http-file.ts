@@ -3,9 +3,12 @@
 // decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
 // decoded text (the hot-path decision). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
-//   npx node bench/http-file.ts [--rows N] [--only-open]
+//   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol] [--cpu-prof-dir DIR]
 //   (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB; --only-open skips the runtime and the baselines,
-//   for checking the connector's memory on big files)
+//   for checking the connector's memory on big files; --only-protocol runs only the capture through the
+//   protocol, for profiling; --cpu-prof-dir makes the connector processes write V8 CPU profiles there)
+// CPU seconds (user + system, every thread) are printed beside wall time: on a shared machine they move
+// less than wall time, and they show what Miller's parallelism costs.
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import http from 'node:http';
@@ -34,7 +37,8 @@ if (process.argv[2] === '--in-process-child') {
   let docs = 0;
   for await (const out of createHttpFileConnector().open(ctx as any)) {
     if ('captured' in out) docs++;
-    buf += `${JSON.stringify(out)}\n`;
+    // A pre-serialised document goes out as the runtime writes it (spliced, not re-serialised).
+    buf += 'captured' in out && 'docJson' in out.captured ? `{"captured":{"doc":${out.captured.docJson}}}\n` : `${JSON.stringify(out)}\n`;
     if (buf.length > 65536) { writeSync(1, buf); buf = ''; }
   }
   writeSync(1, buf);
@@ -46,6 +50,10 @@ if (process.argv[2] === '--in-process-child') {
 const argRows = process.argv.indexOf('--rows');
 const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
 const ONLY_OPEN = process.argv.includes('--only-open');
+const ONLY_PROTOCOL = process.argv.includes('--only-protocol');
+const argProf = process.argv.indexOf('--cpu-prof-dir');
+/** `--cpu-prof-dir DIR`: the spawned connector processes write V8 CPU profiles there. */
+const PROF_FLAGS = argProf > 0 ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[argProf + 1]}`] : [];
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
 /** The V8 flags of the bin's shebang (`#!/usr/bin/env -S node <flags>`), passed to every child we spawn. */
@@ -79,13 +87,28 @@ function seconds(start: bigint): number {
   return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
-/** Runs a shell command with stdout to /dev/null; returns wall seconds and peak RSS (MB) from /usr/bin/time. */
-function timed(cmd: string): { secs: number; rssMb: number } {
+/**
+ * Runs a shell command with stdout to /dev/null; returns wall seconds, CPU seconds (user + system, all
+ * its processes and threads) and peak RSS (MB) from /usr/bin/time.
+ */
+function timed(cmd: string): { secs: number; cpu: number; rssMb: number } {
   const start = process.hrtime.bigint();
-  const r = spawnSync('/usr/bin/time', ['-f', '%M', 'sh', '-c', `${cmd} > /dev/null`], { encoding: 'utf8' });
+  const r = spawnSync('/usr/bin/time', ['-f', '%U %S %M', 'sh', '-c', `${cmd} > /dev/null`], { encoding: 'utf8' });
   const secs = seconds(start);
   if (r.status !== 0) throw new Error(`${cmd} failed: ${r.stderr}`);
-  return { secs, rssMb: Number(r.stderr.trim().split('\n').at(-1)) / 1024 };
+  const [user, sys, maxKb] = (r.stderr.trim().split('\n').at(-1) ?? '').split(' ').map(Number) as [number, number, number];
+  return { secs, cpu: user + sys, rssMb: maxKb / 1024 };
+}
+
+const CLOCK_TICKS = 100;
+/** User + system CPU seconds of a live process (all threads), from /proc/<pid>/stat; null once it is gone. */
+function cpuOf(pid: number): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
+  } catch {
+    return null;
+  }
 }
 
 async function serve(): Promise<{ url: (name: string) => string; close: () => void }> {
@@ -105,27 +128,30 @@ async function serve(): Promise<{ url: (name: string) => string; close: () => vo
 }
 
 /** Captures `url` in a child process (the bin through the protocol, or open() alone); stdout to /dev/null. */
-async function capture(url: string, inProcess = false): Promise<{ secs: number; rssMb: number; docs: number }> {
+async function capture(url: string, inProcess = false): Promise<{ secs: number; cpu: number; rssMb: number; docs: number }> {
   const request = { open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } };
   const devnull = openSync('/dev/null', 'w');
   const start = process.hrtime.bigint();
-  const child = spawn(process.execPath, [...V8_FLAGS, ...(inProcess ? [SELF, '--in-process-child', url] : [BIN])], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [...V8_FLAGS, ...PROF_FLAGS, ...(inProcess ? [SELF, '--in-process-child', url] : [BIN])], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
   child.stdin?.end(`${JSON.stringify(request)}\n`);
   let peakKb = 0;
+  let cpu = 0;
   const poll = setInterval(() => {
     try {
       const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
       if (m) peakKb = Math.max(peakKb, Number(m[1]));
     } catch { /* exited */ }
+    // Sampled every 20 ms: the last sample misses at most the final 20 ms.
+    cpu = cpuOf(child.pid as number) ?? cpu;
   }, 20);
   const [code] = await once(child, 'close') as [number];
   clearInterval(poll);
   const secs = seconds(start);
   if (code !== 0) throw new Error(`capture of ${url} failed (${code}): ${stderr}`);
   const m = /captured (\d+) documents/.exec(stderr);
-  return { secs, rssMb: peakKb / 1024, docs: m ? Number(m[1]) : -1 };
+  return { secs, cpu, rssMb: peakKb / 1024, docs: m ? Number(m[1]) : -1 };
 }
 
 function parseCoreBench(text: string): { ours: number; csvParse: number } {
@@ -157,6 +183,12 @@ async function main(): Promise<void> {
       ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
       ['zstd', 'rides.csv.zst', `zstd -dc ${csvPath}.zst`, `mlr --icsv --ojsonl --prepipe 'zstd -dc' cat ${csvPath}.zst`],
     ] as const) {
+      if (ONLY_PROTOCOL) {
+        const ours = await capture(server.url(file));
+        if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
+        console.log(`${kind}: source-http-file  ${fmt(ROWS / ours.secs)} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s (${fmt(ROWS / ours.cpu)} rows per CPU second)`);
+        continue;
+      }
       const direct = await capture(server.url(file), true);
       if (direct.docs !== ROWS) throw new Error(`open() alone captured ${direct.docs} documents, expected ${ROWS}`);
       if (ONLY_OPEN) {
@@ -169,9 +201,9 @@ async function main(): Promise<void> {
       const dec = timed(decompressCmd);
       const rate = (s: number): number => ROWS / s;
       console.log([
-        `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s`,
-        `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s)`,
-        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (open() alone: ${fmt(mlr.secs / direct.secs, 2)}×)`,
+        `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
+        `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s, CPU ${fmt(direct.cpu, 2)} s)`,
+        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`,
         `${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`,
         '',
       ].join('\n'));
@@ -179,7 +211,7 @@ async function main(): Promise<void> {
   } finally {
     server.close();
   }
-  if (ONLY_OPEN) {
+  if (ONLY_OPEN || ONLY_PROTOCOL) {
     rmSync(dir, { recursive: true, force: true });
     return;
   }

@@ -14,6 +14,7 @@ import type { FileInfo, HttpClientOptions } from './http.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
+import { closeJsonRecord } from './record.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
@@ -199,7 +200,39 @@ function checkpoint(key: string, patch: BindingState): CaptureOutput {
   return { checkpoint: { state: { updated: { bindingStateV1: { [key]: patch as JsonValue } }, mergePatch: true } } };
 }
 
-async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceConfig>, binding: CaptureBinding<ResourceConfig>, options: ConnectorOptions): AsyncGenerator<CaptureOutput> {
+/**
+ * The outputs of batches, one at a time. An async generator costs several promise hops per yield;
+ * here an output of a batch already produced costs one resolved promise.
+ */
+export function flattenBatches(batches: AsyncGenerator<CaptureOutput[]>): AsyncIterable<CaptureOutput> {
+  return {
+    [Symbol.asyncIterator](): AsyncIterator<CaptureOutput> {
+      let batch: CaptureOutput[] = [];
+      let i = 0;
+      const pull = async (): Promise<IteratorResult<CaptureOutput>> => {
+        while (i >= batch.length) {
+          const r = await batches.next();
+          if (r.done) return { value: undefined, done: true };
+          batch = r.value;
+          i = 0;
+        }
+        return { value: batch[i++] as CaptureOutput, done: false };
+      };
+      return {
+        next: () => (i < batch.length ? Promise.resolve({ value: batch[i++] as CaptureOutput, done: false }) : pull()),
+        return: async () => {
+          batch = [];
+          i = 0;
+          await batches.return(undefined);
+          return { value: undefined, done: true };
+        },
+      };
+    },
+  };
+}
+
+/** One binding's capture, as batches of outputs (the documents of one parsed chunk, then any checkpoint). */
+async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceConfig>, binding: CaptureBinding<ResourceConfig>, options: ConnectorOptions): AsyncGenerator<CaptureOutput[]> {
   const config = ctx.config;
   const log: Logger = ctx.log.child({ binding: binding.index, stream: binding.resource.stream });
   const client = httpClient(config, options, ctx);
@@ -219,7 +252,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     ? { byteOffset: prev.byteOffset, csv: prev.csv ?? undefined } : undefined;
   if (resumeFrom > 0) {
     log.info(`resuming the capture of this version of the file after ${resumeFrom} documents${byteResume ? ` from byte ${byteResume.byteOffset} (Range request)` : ' (re-reading and skipping them)'}`, { lastModified: head.lastModified });
-  } else yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false, byteOffset: null, csv: null });
+  } else yield [checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false, byteOffset: null, csv: null })];
 
   const every = options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
   let info: FileInfo | null = null;
@@ -244,7 +277,10 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   let sinceCheckpoint = 0;
   const bindingIndex = binding.index;
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
+  // `_meta` of a document given as JSON text (CSV fast path): this prefix, the offset, `}`.
+  const metaPrefix = `{"file":${JSON.stringify(file)},"offset":`;
   for await (const batch of parseFile(replay, meta, config.parser, {
+    jsonText: true,
     tracker,
     onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
     onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
@@ -254,29 +290,44 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
     },
   }, byteResume)) {
-    for (const record of batch) {
-      if (offset < resumeFrom) { offset++; continue; }
-      const m = record['_meta'];
-      if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
-        throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
+    const out: CaptureOutput[] = [];
+    try {
+      for (const record of batch) {
+        if (offset < resumeFrom) { offset++; continue; }
+        if (typeof record === 'string') {
+          // Exactly JSON.stringify of the object below would give (record.ts), without building it.
+          out.push({ captured: { binding: bindingIndex, docJson: closeJsonRecord(record, `${metaPrefix}${offset}}`) } });
+          offset++;
+          sinceCheckpoint++;
+          continue;
+        }
+        const m = record['_meta'];
+        if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
+          throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
+        }
+        record['_meta'] = m === undefined ? { file, offset } : { ...(m as JsonObject), file, offset };
+        offset++;
+        sinceCheckpoint++;
+        out.push({ captured: { binding: bindingIndex, doc: record } });
       }
-      record['_meta'] = m === undefined ? { file, offset } : { ...(m as JsonObject), file, offset };
-      offset++;
-      sinceCheckpoint++;
-      yield { captured: { binding: bindingIndex, doc: record } };
+    } catch (err) {
+      // The documents before the failure still go out first, as they did one by one.
+      if (out.length) yield out;
+      throw err;
     }
     // Checkpoints fall at batch ends, where the byte position of the next record is known.
     if (sinceCheckpoint >= every) {
       sinceCheckpoint = 0;
-      yield checkpoint(binding.stateKey, { records: offset, byteOffset: tracker.position, csv: tracker.position === null ? null : tracker.csv });
+      out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: tracker.position, csv: tracker.position === null ? null : tracker.csv }));
     }
+    if (out.length) yield out;
   }
   if (offset < resumeFrom) {
     throw new DecodeError(`the file now yields ${offset} documents but ${resumeFrom} were already captured from this version; the parse is not deterministic`);
   }
   if (skipped) log.warn(`${skipped} malformed CSV rows were excluded (within errorThreshold)`, { first: (firstSkipped as DecodeError | null)?.message });
   log.info(`captured ${offset - resumeFrom} documents (file has ${offset})`, { lastModified: head.lastModified, etag });
-  yield checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod, byteOffset: null, csv: null });
+  yield [checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod, byteOffset: null, csv: null })];
 }
 
 export function createHttpFileConnector(options: ConnectorOptions = {}): CaptureConnector<EndpointConfig, ResourceConfig> {
@@ -335,10 +386,12 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       });
     },
 
-    async *open(ctx) {
-      checkConfig(ctx.config);
-      await checkFormatConfig(ctx.config);
-      for (const binding of ctx.bindings) yield* captureBinding(ctx, binding, options);
+    open(ctx) {
+      return flattenBatches((async function* () {
+        checkConfig(ctx.config);
+        await checkFormatConfig(ctx.config);
+        for (const binding of ctx.bindings) yield* captureBinding(ctx, binding, options);
+      })());
     },
   };
 }

@@ -7,6 +7,8 @@ import type { JsonObject } from '@sluice/runtime';
 import type { CsvConfig } from './schema.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { ConfigError, DecodeError, ErrorThresholdError } from './errors.ts';
+import { columnPrefixes, jsonString } from './record.ts';
+import type { DecodedRecord } from './record.ts';
 
 export interface CsvDialect {
   delimiter: string;
@@ -283,7 +285,7 @@ function better(a: Scored, b: Scored): boolean {
 export const ERROR_WINDOW = 1000;
 const DETECTION_SAMPLE_CHARS = 64 * 1024;
 
-type Result = { record: JsonObject } | { error: DecodeError };
+type Result<R> = { record: R } | { error: DecodeError };
 
 /** Stored in the state so a later session can parse from the middle of the file (see connector.ts). */
 export interface CsvResume {
@@ -299,15 +301,25 @@ export interface CsvRecordOptions {
   datetimes: DatetimeNormalizer;
   /** Called for each malformed row dropped under errorThreshold. */
   onSkippedRow?: (error: DecodeError) => void;
+  /**
+   * Emit each record as its JSON text without the closing brace (see record.ts) instead of an object,
+   * when the header names allow it (otherwise objects). Use with `CsvRecordParser<DecodedRecord>`.
+   */
+  jsonText?: boolean;
 }
 
 /**
  * Text in → records out (objects of string-or-null values, timestamps normalised). Applies skipLines,
  * detects the dialect over the first 64 KiB, reads the header row unless headers are configured, and
- * enforces errorThreshold with a look-ahead window of 1000 rows.
+ * enforces errorThreshold with a look-ahead window of 1000 rows. With `jsonText`, records come as JSON
+ * text (R = DecodedRecord); without it they are objects (R = JsonObject).
  */
-export class CsvRecordParser {
+export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
   readonly #config: CsvConfig;
+  readonly #jsonText: boolean;
+  /** Column prefixes for the JSON text of the current headers, or null (objects). */
+  #prefixes: string[] | null = null;
+  #prefixesOf: string[] | null = null;
   readonly #dt: DatetimeNormalizer;
   readonly #threshold: number;
   readonly #onSkipped: (error: DecodeError) => void;
@@ -315,7 +327,7 @@ export class CsvRecordParser {
   #pending = '';
   #tokenizer: CsvTokenizer | null = null;
   #headers: string[] | null;
-  #queue: Result[] = [];
+  #queue: Result<R>[] = [];
   #queueErrors = 0;
   #rowsRead = 0;
   /** Rows dropped under errorThreshold. */
@@ -332,6 +344,7 @@ export class CsvRecordParser {
     this.#headers = config.headers && config.headers.length ? [...config.headers] : null;
     this.#skipLinesLeft = config.skipLines ?? 0;
     this.#onSkipped = options.onSkippedRow ?? (() => {});
+    this.#jsonText = options.jsonText === true;
   }
 
   /** The dialect in use, once detected. */
@@ -340,7 +353,7 @@ export class CsvRecordParser {
   /** An error found after some records of the same call: those are returned first, then it is thrown. */
   #deferred: Error | null = null;
 
-  push(text: string): JsonObject[] {
+  push(text: string): R[] {
     if (this.#deferred) throw this.#deferred;
     if (this.#tokenizer) return this.#rows(this.#tokenizer.push(text), false);
     if (this.#skipLinesLeft > 0) text = this.#skipLines(text);
@@ -350,7 +363,7 @@ export class CsvRecordParser {
     return this.#start(false);
   }
 
-  end(): JsonObject[] {
+  end(): R[] {
     if (this.#deferred) throw this.#deferred;
     if (!this.#tokenizer) {
       const out = this.#start(true);
@@ -392,7 +405,7 @@ export class CsvRecordParser {
     return { headers: [...this.#headers], delimiter: d.delimiter, quote: d.quote, escape: d.escape, lineEnding: d.lineEnding === 'crlf' ? '\r\n' : d.lineEnding };
   }
 
-  #start(complete: boolean): JsonObject[] {
+  #start(complete: boolean): R[] {
     const c = this.#config;
     const lineEnding = c.lineEnding === null || c.lineEnding === undefined || c.lineEnding === '\r\n' ? 'crlf' : c.lineEnding;
     const escape = c.escape ?? '';
@@ -411,8 +424,8 @@ export class CsvRecordParser {
     return this.#rows(this.#tokenizer.push(text), false);
   }
 
-  #rows(rows: CsvRow[], final: boolean): JsonObject[] {
-    const out: JsonObject[] = [];
+  #rows(rows: CsvRow[], final: boolean): R[] {
+    const out: R[] = [];
     try {
       return this.#rowsInto(rows, final, out);
     } catch (err) {
@@ -422,7 +435,7 @@ export class CsvRecordParser {
     }
   }
 
-  #rowsInto(rows: CsvRow[], final: boolean, out: JsonObject[]): JsonObject[] {
+  #rowsInto(rows: CsvRow[], final: boolean, out: R[]): R[] {
     let i = 0;
     if (this.#headers === null) {
       const first = rows[0];
@@ -434,6 +447,11 @@ export class CsvRecordParser {
     const width = headers.length;
     const dt = this.#dt;
     const strict = this.#threshold === 0;
+    if (this.#jsonText && this.#prefixesOf !== headers) {
+      this.#prefixesOf = headers;
+      this.#prefixes = columnPrefixes(headers);
+    }
+    const prefixes = this.#prefixes;
     for (; i < rows.length; i++) {
       const row = rows[i] as CsvRow;
       const fields = row.fields;
@@ -443,10 +461,22 @@ export class CsvRecordParser {
         this.#enqueue({ error }, out);
         continue;
       }
-      const record: JsonObject = {};
-      for (let k = 0; k < fields.length; k++) {
-        const v = fields[k] as string;
-        record[headers[k] as string] = v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? null : dt.string(v);
+      let record: R;
+      if (prefixes !== null) {
+        // The JSON text JSON.stringify would give for the object below (record.ts).
+        let json = fields.length === 0 ? '{' : '';
+        for (let k = 0; k < fields.length; k++) {
+          const v = fields[k] as string;
+          json += (prefixes[k] as string) + (v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? 'null' : jsonString(dt.string(v)));
+        }
+        record = json as R;
+      } else {
+        const object: JsonObject = {};
+        for (let k = 0; k < fields.length; k++) {
+          const v = fields[k] as string;
+          object[headers[k] as string] = v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? null : dt.string(v);
+        }
+        record = object as R;
       }
       if (strict) out.push(record);
       else this.#enqueue({ record }, out);
@@ -454,19 +484,19 @@ export class CsvRecordParser {
     return final ? this.#drain(out, true) : out;
   }
 
-  #enqueue(result: Result, out: JsonObject[]): void {
+  #enqueue(result: Result<R>, out: R[]): void {
     this.#queue.push(result);
     this.#rowsRead++;
     if ('error' in result) this.#queueErrors++;
     while (this.#queue.length >= ERROR_WINDOW) this.#pop(out);
   }
 
-  #drain(out: JsonObject[], _final: boolean): JsonObject[] {
+  #drain(out: R[], _final: boolean): R[] {
     while (this.#queue.length) this.#pop(out);
     return out;
   }
 
-  #pop(out: JsonObject[]): void {
+  #pop(out: R[]): void {
     if (this.#queueErrors > 0) {
       const pct = Math.floor((100 * this.#queueErrors) / Math.min(this.#rowsRead, ERROR_WINDOW));
       if (pct >= this.#threshold) {
@@ -474,7 +504,7 @@ export class CsvRecordParser {
         throw new ErrorThresholdError(`error limit exceeded: ${this.#queueErrors} of the last ${Math.min(this.#rowsRead, ERROR_WINDOW)} CSV rows are malformed (${pct}%), at or above errorThreshold ${this.#threshold}%; first: ${first?.message ?? 'unknown'}`, { line: first?.line ?? null, byteOffset: first?.byteOffset ?? null });
       }
     }
-    const head = this.#queue.shift() as Result;
+    const head = this.#queue.shift() as Result<R>;
     if ('error' in head) {
       this.#queueErrors--;
       this.skippedRows++;

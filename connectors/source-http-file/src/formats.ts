@@ -8,6 +8,7 @@ import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { JsonRecordParser } from './json.ts';
+import type { DecodedRecord } from './record.ts';
 import type { FormatConfig } from './schema.ts';
 import { W3cRecordParser } from './w3c.ts';
 
@@ -18,8 +19,8 @@ export type ResolvedFormat = Exclude<FormatConfig, { type: 'auto' }>;
  * them to the next call, so callers call `end()` until it returns no records (see drainEnd).
  */
 export interface RecordDecoder {
-  push(chunk: Uint8Array): JsonObject[];
-  end(): JsonObject[];
+  push(chunk: Uint8Array): DecodedRecord[];
+  end(): DecodedRecord[];
   /** Source bytes after which the next record starts (all returned records lie before), or null when unknown. */
   position?(): number | null;
   /** For CSV: the header names and dialect, so a later session can resume mid-file. */
@@ -27,7 +28,7 @@ export interface RecordDecoder {
 }
 
 /** Calls `end()` until it returns nothing (a deferred error is thrown by a later call). */
-export function* drainEnd(decoder: { end(): JsonObject[] }): Generator<JsonObject[]> {
+export function* drainEnd<R>(decoder: { end(): R[] }): Generator<R[]> {
   for (let i = 0; i < 3; i++) {
     const batch = decoder.end();
     if (batch.length === 0) return;
@@ -75,8 +76,8 @@ export function resolveFormat(explicit: FormatConfig | undefined, names: string[
 }
 
 interface TextParser {
-  push(text: string): JsonObject[];
-  end(): JsonObject[];
+  push(text: string): DecodedRecord[];
+  end(): DecodedRecord[];
   position?(): number | null;
   resumeConfig?(): CsvResume | null;
 }
@@ -99,12 +100,12 @@ class TextDecoderChain implements RecordDecoder {
   resumeConfig(): CsvResume | null {
     return this.#parser.resumeConfig?.() ?? null;
   }
-  push(chunk: Uint8Array): JsonObject[] {
+  push(chunk: Uint8Array): DecodedRecord[] {
     const text = this.#charset.push(chunk);
     return text.length ? this.#map(this.#parser.push(text)) : [];
   }
   #ended = false;
-  end(): JsonObject[] {
+  end(): DecodedRecord[] {
     if (!this.#ended) {
       this.#ended = true;
       const a = this.#parser.push(this.#charset.end());
@@ -112,16 +113,23 @@ class TextDecoderChain implements RecordDecoder {
     }
     return this.#map(this.#parser.end());
   }
-  #map(records: JsonObject[]): JsonObject[] {
-    if (this.#after) for (const r of records) this.#after(r);
+  #map(records: DecodedRecord[]): DecodedRecord[] {
+    // `after` is only given for parsers that yield objects (JSON).
+    if (this.#after) for (const r of records) this.#after(r as JsonObject);
     return records;
   }
 }
 
+/** A binary format's core: bytes in, objects out. */
+interface ObjectDecoder {
+  push(chunk: Uint8Array): JsonObject[];
+  end(): JsonObject[];
+}
+
 class BinaryDecoder implements RecordDecoder {
-  readonly #inner: RecordDecoder;
+  readonly #inner: ObjectDecoder;
   readonly #dt: DatetimeNormalizer;
-  constructor(inner: RecordDecoder, dt: DatetimeNormalizer) {
+  constructor(inner: ObjectDecoder, dt: DatetimeNormalizer) {
     this.#inner = inner;
     this.#dt = dt;
   }
@@ -142,6 +150,8 @@ export interface DecoderOptions {
   onSkippedRow?: (error: DecodeError) => void;
   /** Parse from the middle of a CSV file: these headers and this dialect, UTF-8, no skipLines. */
   csvResume?: CsvResume;
+  /** CSV records as JSON text where the headers allow it (see record.ts); other formats give objects. */
+  jsonText?: boolean;
 }
 
 /**
@@ -156,7 +166,7 @@ export async function createRecordDecoder(format: ResolvedFormat, options: Decod
       const config = r
         ? { ...format.config, headers: r.headers, delimiter: r.delimiter, quote: r.quote, escape: r.escape, lineEnding: r.lineEnding, skipLines: 0, encoding: 'UTF-8' } as NonNullable<typeof format.config>
         : format.config ?? {};
-      const parser = new CsvRecordParser({ config, datetimes: dt, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
+      const parser = new CsvRecordParser<DecodedRecord>({ config, datetimes: dt, jsonText: options.jsonText === true, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
       return new TextDecoderChain(new CharsetDecoder({ encoding: config.encoding ?? null }), parser, null);
     }
     case 'json':

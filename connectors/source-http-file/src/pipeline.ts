@@ -11,6 +11,7 @@ import { createRecordDecoder, drainEnd, resolveFormat } from './formats.ts';
 import type { RecordDecoder, ResolvedFormat } from './formats.ts';
 import type { ParserConfig } from './schema.ts';
 import type { CsvResume } from './csv.ts';
+import type { DecodedRecord } from './record.ts';
 
 export interface FileMeta {
   /** Name used for format and compression detection (last path segment of the URL). */
@@ -31,6 +32,11 @@ export interface ParseEvents {
    * header/dialect; a later session resumes there with a Range request.
    */
   tracker?: { position: number | null; csv: CsvResume | null };
+  /**
+   * CSV records may come as JSON text without the closing brace (record.ts) instead of objects: the
+   * capture writes them out as they are. Other formats, and headers the fast path cannot take, give objects.
+   */
+  jsonText?: boolean;
 }
 
 export interface ResumeFrom {
@@ -72,8 +78,10 @@ export function checkParserConfig(parser: ParserConfig | undefined): void {
   if (parser?.defaultOffset !== undefined) new DatetimeNormalizer(parser.defaultOffset);
 }
 
-/** Parses one file's body into record batches (records carry no `_meta` yet). */
-export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<JsonObject[]> {
+/** Parses one file's body into record batches (records carry no `_meta` yet; objects unless `events.jsonText`). */
+export function parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events?: ParseEvents & { jsonText?: false }, resume?: ResumeFrom): AsyncGenerator<JsonObject[]>;
+export function parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents, resume?: ResumeFrom): AsyncGenerator<DecodedRecord[]>;
+export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<DecodedRecord[]> {
   let datetimes: DatetimeNormalizer;
   try {
     datetimes = new DatetimeNormalizer(parser?.defaultOffset ?? '+00:00');
@@ -98,7 +106,7 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   const decoderFor = (member: string | null): Promise<RecordDecoder> => {
     const format = outerFormat ?? resolveFormat(explicitFormat, member ? [...names, member.split('/').pop() ?? member] : names, meta.contentType);
     events.onFormat?.(format, member);
-    return createRecordDecoder(format, { datetimes, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}) });
+    return createRecordDecoder(format, { datetimes, jsonText: events.jsonText === true, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}) });
   };
   const tracker = events.tracker;
   const base = resume?.byteOffset ?? 0;

@@ -1,0 +1,45 @@
+// Decoded records and the CSV fast path's pre-serialised form.
+// A CSV record is a flat object of string-or-null values, so its JSON text can be built straight from
+// the fields (column-name prefixes escaped once per header row) instead of creating an object and
+// JSON.stringify-ing it. The text is exactly what JSON.stringify would give for the object the slow
+// path builds; headers for which that is not a simple concatenation (duplicates, array-index names,
+// `__proto__`, `_meta`) keep the object path.
+import type { JsonObject } from '@sluice/runtime';
+
+/**
+ * One decoded record: an object, or (CSV fast path) the JSON text of the object WITHOUT its closing
+ * brace, e.g. `{"a":"x","b":null` — the connector appends `_meta` and the brace.
+ */
+export type DecodedRecord = JsonObject | string;
+
+/** Characters JSON.stringify escapes in a string: `"`, `\`, C0 controls, and surrogates (lone ones are escaped; pairs are checked by JSON.stringify itself). */
+// eslint-disable-next-line no-control-regex -- the control characters are exactly what must be found
+const NEEDS_ESCAPE = /["\\\u0000-\u001f\ud800-\udfff]/;
+
+/** JSON.stringify(s), without its cost for the common string that needs no escaping. */
+export function jsonString(s: string): string {
+  return NEEDS_ESCAPE.test(s) ? JSON.stringify(s) : `"${s}"`;
+}
+
+/** A property name JS objects order before the others (a canonical array index, 0 … 2^32 − 2). */
+function isArrayIndex(key: string): boolean {
+  return /^(?:0|[1-9][0-9]{0,9})$/.test(key) && Number(key) <= 4294967294;
+}
+
+/**
+ * The JSON prefix of each column (`{"a":`, `,"b":`, …), or null when an object built by assigning
+ * these names in order would not serialise to the concatenation (then the object path is used).
+ */
+export function columnPrefixes(headers: readonly string[]): string[] | null {
+  const seen = new Set<string>();
+  for (const h of headers) {
+    if (seen.has(h) || h === '__proto__' || h === '_meta' || isArrayIndex(h)) return null;
+    seen.add(h);
+  }
+  return headers.map((h, i) => `${i === 0 ? '{' : ','}${JSON.stringify(h)}:`);
+}
+
+/** Completes a record's JSON text with `_meta` (`jsonOpen` from the CSV fast path, `metaJson` e.g. `{"file":"…","offset":3}`). */
+export function closeJsonRecord(jsonOpen: string, metaJson: string): string {
+  return jsonOpen.length === 1 ? `${jsonOpen}"_meta":${metaJson}}` : `${jsonOpen},"_meta":${metaJson}}`;
+}

@@ -1,0 +1,88 @@
+// The CSV fast path: records as JSON text built from the fields must be exactly what JSON.stringify
+// gives for the object the object path builds (plus `_meta`), for every header and value; headers the
+// fast path cannot take fall back to objects.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { JsonObject } from '@sluice/runtime';
+import { CsvRecordParser } from '../src/csv.ts';
+import { DatetimeNormalizer } from '../src/datetime.ts';
+import { closeJsonRecord, columnPrefixes, jsonString } from '../src/record.ts';
+import type { DecodedRecord } from '../src/record.ts';
+import type { CsvConfig } from '../src/schema.ts';
+import { CHUNK_SIZES, feedText } from './helpers.ts';
+
+const META = '{"file":"http://h/x.csv","offset":7}';
+
+function objects(text: string, config: CsvConfig = {}, size = 1 << 20): JsonObject[] {
+  return feedText(new CsvRecordParser({ config, datetimes: new DatetimeNormalizer('+02:00') }), text, size);
+}
+
+function texts(text: string, config: CsvConfig = {}, size = 1 << 20): DecodedRecord[] {
+  return feedText(new CsvRecordParser<DecodedRecord>({ config, datetimes: new DatetimeNormalizer('+02:00'), jsonText: true }), text, size);
+}
+
+/** The line the connector writes for a record (JSON text or object), with `_meta`. */
+function serialise(r: DecodedRecord): string {
+  if (typeof r === 'string') return closeJsonRecord(r, META);
+  return JSON.stringify({ ...r, _meta: JSON.parse(META) as JsonObject });
+}
+
+/** Asserts both paths give the same bytes at every chunk size; returns whether the fast path was taken. */
+function same(text: string, config: CsvConfig = {}): boolean {
+  const expected = objects(text, config).map((r) => { r['_meta'] = JSON.parse(META) as JsonObject; return JSON.stringify(r); });
+  let fast = false;
+  for (const size of CHUNK_SIZES) {
+    const got = texts(text, config, size);
+    fast = got.some((r) => typeof r === 'string');
+    assert.deepEqual(got.map(serialise), expected, `chunk size ${size}`);
+  }
+  return fast;
+}
+
+describe('CSV records as JSON text', () => {
+  test('values: quotes, backslashes, control characters, non-BMP, lone surrogates, U+2028, nulls, timestamps', () => {
+    const values = [
+      '"say ""hi"""', 'C:\\dir\\file', '"a\tb"', '"line\nbreak"', '"cr\rlf"', '\u0001\u001f\u007f', '\u2028\u2029',
+      '😀𝄞', '\ud800', 'x\udfffy', '\udc00\ud800', '', 'NULL', 'null', 'nil', 'Null', 'true', '12', '-0', '1e21',
+      '2024-01-02 03:04:05', '2024-01-02T03:04:05.120Z', '2024-02-30 01:02:03', '"2024-01-02 03:04:05+05:30"', ' spaced ',
+    ];
+    const rows = values.map((v, i) => `${i},${v},end`).join('\n');
+    assert.equal(same(`id,value,tail\n${rows}\n`), true);
+  });
+
+  test('headers: escaped names, non-ASCII, empty name; short rows omit keys', () => {
+    assert.equal(same('"a ""q""",b\\c,"d\ne",ключ,🔑,\n1,2,3,4,5,6\n7,8\n9\n'), true);
+    assert.equal(same('x\n\n1\n\n2\n'), true);
+  });
+
+  test('configured headers, delimiter and quote options', () => {
+    assert.equal(same("1;'a;b';\"c\"\n2;'x''y';z\n", { headers: ['n', 'q', 'r'], delimiter: ';', quote: "'" }), true);
+    assert.equal(same('a|b\n"1"|"2\\"3"\n', { delimiter: '|', escape: '\\' }), true);
+  });
+
+  test('headers the fast path cannot take fall back to objects, with the same bytes', () => {
+    for (const header of ['a,a', '__proto__,b', 'b,1,a', '0,x', '4294967294,y', '_meta,z']) {
+      const text = `${header}\n1,2\n,3\nNULL,"{""x"":1}"\n`;
+      const prefixes = columnPrefixes(header.split(','));
+      assert.equal(prefixes, null, header);
+      if (header.startsWith('_meta')) continue; // the connector rejects a string _meta (connector.test.ts)
+      assert.equal(same(text), false, header);
+    }
+    // Names that only look like array indexes keep the fast path.
+    for (const header of ['01,x', '-1,x', '1.5,x', '4294967295,x', ' 1,x']) {
+      assert.notEqual(columnPrefixes(header.split(',')), null, header);
+      assert.equal(same(`${header}\n1,2\n`), true, header);
+    }
+  });
+
+  test('errorThreshold: malformed rows are skipped the same way', () => {
+    const rows = Array.from({ length: 300 }, (_, i) => (i % 50 === 7 ? `${i},x,y,z` : `${i},"v""${i}"`)).join('\n');
+    assert.equal(same(`a,b\n${rows}\n`, { errorThreshold: 5 }), true);
+  });
+
+  test('jsonString is JSON.stringify', () => {
+    for (const s of ['', 'plain', '"', '\\', '\u0000', '\u001f', ' ', '\u007f', 'é', '😀', '\ud83d', '\ude00', '\ude00\ud83d', 'a"b\\c\nd']) {
+      assert.equal(jsonString(s), JSON.stringify(s), JSON.stringify(s));
+    }
+  });
+});
