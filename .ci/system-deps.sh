@@ -3,7 +3,7 @@
 # miller + zstd (benchmark baselines), buildah/podman/runc/debootstrap (image tests).
 set -euo pipefail
 need=()
-for pair in sqlite3:sqlite3 mlr:miller sshd:openssh-server zstd:zstd curl:curl; do
+for pair in sqlite3:sqlite3 mlr:miller sshd:openssh-server zstd:zstd curl:curl buildah:buildah podman:podman runc:runc debootstrap:debootstrap; do
   bin=${pair%%:*}; pkg=${pair##*:}
   command -v "$bin" >/dev/null 2>&1 || [ -x "/usr/sbin/$bin" ] || need+=("$pkg")
 done
