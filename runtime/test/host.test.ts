@@ -160,3 +160,33 @@ describe('host: helpers', () => {
     assert.deepEqual(parseConnectorLog('starting up'), { level: 'warn', msg: 'starting up', fields: {}, json: false });
   });
 });
+
+describe('host: nothing waits forever', () => {
+  const script = (code: string) => ({ command: node, args: ['-e', code] });
+  it('a connector that says nothing is killed after the idle timeout, naming what was awaited', async () => {
+    const proc = startConnector(script('setInterval(() => {}, 1000)'), { protocol: 'materialize', idleTimeoutMs: 300 });
+    proc.awaiting = '"opened"';
+    const started = performance.now();
+    await assert.rejects(async () => {
+      for await (const r of proc.responses()) assert.fail(`unexpected ${JSON.stringify(r)}`);
+    }, { name: 'ConnectorExitError', message: /: no response for 0\.3 s while awaiting "opened"; the connector was killed$/ });
+    assert.ok(performance.now() - started < 20_000);
+  });
+  it('a connector that closes its output but keeps running is killed, saying so', async () => {
+    const proc = startConnector(script('process.stdout.write(\'{"opened":{}}\\n\'); process.stdout.end(); setInterval(() => {}, 1000)'), { protocol: 'materialize', exitTimeoutMs: 300 });
+    const got: unknown[] = [];
+    await assert.rejects(async () => {
+      for await (const r of proc.responses()) got.push(r);
+    }, { name: 'ConnectorExitError', message: /: closed its output but had not exited 0\.3 s later; it was killed$/ });
+    assert.deepEqual(got, [{ opened: {} }]);
+  });
+  it('a connector whose pipes outlive it (a grandchild inherited them) still ends the session', async () => {
+    // The grandchild sleeps 3 s holding stdout and stderr; the connector exits at once.
+    const proc = startConnector(script(`require('node:child_process').spawn('sleep', ['3'], { stdio: 'inherit', detached: true }).unref(); process.stdout.write('{"opened":{}}\\n');`), { protocol: 'materialize', exitTimeoutMs: 200 });
+    const started = performance.now();
+    const got: unknown[] = [];
+    for await (const r of proc.responses()) got.push(r);
+    assert.deepEqual(got, [{ opened: {} }]);
+    assert.ok(performance.now() - started < 2_500, `ended after ${Math.round(performance.now() - started)} ms, before the grandchild`);
+  });
+});

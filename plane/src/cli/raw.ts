@@ -32,6 +32,9 @@ options:
   --name NAME        task name (default sluice/raw)
   --protocol P       capture | materialize: needed for validate/apply with a command connector
   --timeout SECONDS  kill the connector after this long
+  --idle-timeout SECONDS
+                     fail (and kill the connector) when it sends no response for this long while
+                     sluice awaits one; the error names what was awaited (default 300, 0 = none)
   -h, --help         this help
 
 bindings file: a list (or {bindings: [...]}) of objects:
@@ -295,6 +298,7 @@ interface Options {
   dryRun: boolean;
   name: string;
   timeoutMs?: number;
+  idleTimeoutMs?: number;
 }
 
 function parseCommandLine(argv: string[]): Options | 'help' {
@@ -308,7 +312,7 @@ function parseCommandLine(argv: string[]): Options | 'help' {
       allowPositionals: true,
       options: {
         config: { type: 'string' }, bindings: { type: 'string' }, state: { type: 'string' }, fixture: { type: 'string' },
-        'dry-run': { type: 'boolean' }, name: { type: 'string' }, protocol: { type: 'string' }, timeout: { type: 'string' },
+        'dry-run': { type: 'boolean' }, name: { type: 'string' }, protocol: { type: 'string' }, timeout: { type: 'string' }, 'idle-timeout': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -360,6 +364,12 @@ function parseCommandLine(argv: string[]): Options | 'help' {
     if (!Number.isFinite(seconds) || seconds <= 0) throw new UsageError(`--timeout must be a positive number of seconds, got ${JSON.stringify(values.timeout)}`);
     timeoutMs = Math.round(seconds * 1000);
   }
+  let idleTimeoutMs: number | undefined = DEFAULT_IDLE_TIMEOUT_MS;
+  if (values['idle-timeout'] !== undefined) {
+    const seconds = Number(values['idle-timeout']);
+    if (!Number.isFinite(seconds) || seconds < 0) throw new UsageError(`--idle-timeout must be a number of seconds (0 for none), got ${JSON.stringify(values['idle-timeout'])}`);
+    idleTimeoutMs = seconds === 0 ? undefined : Math.round(seconds * 1000);
+  }
   return {
     rpc, target, protocol, connectorType, dryRun: values['dry-run'] === true, name: values.name ?? 'sluice/raw',
     ...(values.config !== undefined ? { config: values.config } : {}),
@@ -367,8 +377,12 @@ function parseCommandLine(argv: string[]): Options | 'help' {
     ...(values.state !== undefined ? { state: values.state } : {}),
     ...(values.fixture !== undefined ? { fixture: values.fixture } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+    ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
   };
 }
+
+/** `sluice raw` never waits forever for a connector that has gone quiet. */
+const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
 function forwardLog(io: Io): (log: ConnectorLog) => void {
   return (log) => io.err(JSON.stringify({ level: log.level, msg: log.msg, fields: log.fields }));
@@ -413,6 +427,7 @@ async function runRaw(o: Options, io: Io): Promise<void> {
   const base = {
     onLog: forwardLog(io),
     ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+    ...(o.idleTimeoutMs !== undefined ? { idleTimeoutMs: o.idleTimeoutMs } : {}),
   };
   const print = (r: object): void => io.out(JSON.stringify(r));
 
@@ -466,11 +481,13 @@ async function runCapture(o: Options, io: Io, capture: CaptureSpec, state: JsonO
   process.once('SIGINT', onSignal);
   try {
     // stdin stays open until the connector exits, as the runtime does; EOF would mean "stop".
+    proc.awaiting = '"opened"';
     await proc.send({ open: { capture, version: 'raw', range: FULL_RANGE, state } });
     let documents = 0;
     let checkpoints = 0;
     let current: JsonValue = state;
     for await (const response of proc.responses()) {
+      proc.awaiting = 'documents, a checkpoint or the end of the capture';
       io.out(JSON.stringify(response));
       if ('captured' in response) documents++;
       if ('checkpoint' in response) {
@@ -501,6 +518,7 @@ async function runMaterialize(
   const proc = startConnector(o.target, { ...base, protocol: 'materialize' });
   const responses = proc.responses()[Symbol.asyncIterator]();
   const next = async (awaiting: string): Promise<[string, JsonObject]> => {
+    proc.awaiting = `"${awaiting}"`;
     const r = await responses.next();
     if (r.done) throw new ProtocolError(`the connector closed its output while sluice awaited "${awaiting}"`);
     io.out(JSON.stringify(r.value));

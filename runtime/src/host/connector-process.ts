@@ -3,7 +3,7 @@
 // stderr logs, and surface a failed exit as ConnectorExitError carrying the last stderr line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { ConnectorExitError, ProtocolError } from '../errors.ts';
-import { MessageWriter, readEnvelopes } from '../protocol/framing.ts';
+import { type Envelope, MessageWriter, readEnvelopes } from '../protocol/framing.ts';
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
@@ -57,6 +57,17 @@ export interface ConnectorProcessOptions {
   inheritEnv?: boolean;
   /** How many log entries to keep (default 1000). */
   keepLogs?: number;
+  /**
+   * While `responses()` waits for the next response: kill the connector when none comes for this long,
+   * failing with an error that names what was awaited (`ConnectorProcess.awaiting`). Default: no limit
+   * (a capture may rightly be silent for hours); `sluice raw` sets one.
+   */
+  idleTimeoutMs?: number;
+  /**
+   * After the connector closes its stdout, how long to wait for it to exit before killing it (default
+   * 30 s). Its stderr closing is bounded the same way (a grandchild may hold the pipe open).
+   */
+  exitTimeoutMs?: number;
 }
 
 export interface ExitStatus {
@@ -92,6 +103,8 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
   private readonly writer: MessageWriter;
   private readonly options: ConnectorProcessOptions;
   private readonly exitPromise: Promise<ExitStatus>;
+  /** Settles when the process has exited (or could not start), without waiting for its pipes. */
+  private readonly exitedPromise: Promise<void>;
   private lastLog: ConnectorLog | null = null;
   private stderrDone: Promise<void>;
   private timedOut = false;
@@ -99,6 +112,11 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
   private spawnError: Error | null = null;
   private timer: NodeJS.Timeout | null = null;
   private responsesTaken = false;
+  private hung: string | null = null;
+  /** Set when the pipes were closed from this side after the process exited (see the constructor). */
+  private pipesAbandoned = false;
+  /** What the host awaits from the connector (named in idle-timeout errors), e.g. `"flushed"`. */
+  awaiting = 'a response';
 
   constructor(target: ConnectorTarget, options: ConnectorProcessOptions) {
     this.options = options;
@@ -126,6 +144,26 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
         resolve({ code: null, signal: null });
       });
       this.child.once('close', (code, signal) => resolve({ code, signal }));
+      // 'close' waits for stdout and stderr to end too. A process that exited but whose pipes stay open
+      // (a grandchild inherited them) must not keep the host waiting: once nothing is left to read,
+      // the pipes are closed from this side.
+      this.child.once('exit', () => {
+        const check = (): void => {
+          const open = [this.child.stdout, this.child.stderr].filter((st) => st && !st.destroyed && !st.readableEnded);
+          if (open.length === 0) return;
+          if (open.every((st) => st!.readableLength === 0)) {
+            this.pipesAbandoned = true;
+            for (const st of open) st!.destroy();
+            return;
+          }
+          setTimeout(check, this.exitTimeoutMs).unref();
+        };
+        setTimeout(check, this.exitTimeoutMs).unref();
+      });
+    });
+    this.exitedPromise = new Promise<void>((resolve) => {
+      this.child.once('exit', () => resolve());
+      this.child.once('error', () => resolve());
     });
     this.exitPromise.then(() => this.clearTimer());
     this.stderrDone = this.pumpStderr();
@@ -140,6 +178,10 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
       if (options.signal.aborted) void this.kill();
       else options.signal.addEventListener('abort', () => void this.kill(), { once: true });
     }
+  }
+
+  private get exitTimeoutMs(): number {
+    return this.options.exitTimeoutMs ?? 30_000;
   }
 
   private clearTimer(): void {
@@ -183,23 +225,74 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     if (this.responsesTaken) throw new Error('responses() may be iterated only once');
     this.responsesTaken = true;
     const variants = this.options.protocol === 'capture' ? CAPTURE_RESPONSES : MATERIALIZE_RESPONSES;
+    const envelopes = readEnvelopes(this.child.stdout!, variants, 'response', { name: `${this.name} stdout` })[Symbol.asyncIterator]();
     try {
-      for await (const envelope of readEnvelopes(this.child.stdout!, variants, 'response', { name: `${this.name} stdout` })) {
+      while (true) {
+        let next: IteratorResult<Envelope>;
+        try {
+          next = await this.idle(envelopes.next());
+        } catch (err) {
+          // The process is gone and its stdout was held open by another: that is the end of its output.
+          if (this.pipesAbandoned && (err as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') break;
+          throw err;
+        }
+        if (next.done === true) break;
+        const envelope = next.value;
         yield { [envelope.variant]: envelope.body } as unknown as ResponseOf<P>;
       }
     } catch (err) {
+      if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
       // If the connector failed, its own error explains the broken output better.
       const status = await this.exitPromise;
       if (status.code !== 0) await this.wait();
       throw err;
     }
+    // Its output ended: it should be exiting. Bounded, so a connector that lingers cannot hang the host.
+    const exited = await this.within(this.exitedPromise, this.exitTimeoutMs);
+    if (!exited) {
+      await this.kill(2000);
+      throw new ConnectorExitError(`${this.name}: closed its output but had not exited ${this.exitTimeoutMs / 1000} s later; it was killed`, null, null, { fields: this.exitFields() });
+    }
     await this.wait();
+  }
+
+  /** Resolves true when `promise` settles within `ms`, false otherwise. */
+  private async within(promise: Promise<unknown>, ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), ms);
+    });
+    try {
+      return await Promise.race([promise.then(() => true, () => true), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Applies the idle timeout to one read of the connector's output. */
+  private idle<T>(read: Promise<T>): Promise<T> {
+    const ms = this.options.idleTimeoutMs;
+    if (ms === undefined) return read;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.hung = `${this.name}: no response for ${ms / 1000} s while awaiting ${this.awaiting}; the connector was killed`;
+        void this.kill(2000);
+      }, ms);
+      read.then((v) => {
+        clearTimeout(timer);
+        resolve(v);
+      }, (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      });
+    });
   }
 
   /** Resolves with the exit status when it is 0; otherwise rejects with ConnectorExitError. */
   async wait(): Promise<ExitStatus> {
     const status = await this.exitPromise;
     await this.stderrDone;
+    if (this.hung !== null) throw new ConnectorExitError(this.hung, status.code, status.signal, { fields: this.exitFields() });
     if (this.spawnError) {
       throw new ConnectorExitError(`${this.name}: cannot start the connector: ${this.spawnError.message}`, null, null, { cause: this.spawnError });
     }
@@ -251,6 +344,7 @@ export async function unaryRpc<P extends Protocol>(
 ): Promise<ResponseOf<P>> {
   const proc = startConnector(target, options);
   const variant = Object.keys(request)[0] ?? '?';
+  proc.awaiting = `the answer to "${variant}"`;
   await proc.send(request).catch(() => undefined); // a failed write shows up as the exit status
   proc.endInput();
   const responses: ResponseOf<P>[] = [];
