@@ -118,7 +118,10 @@ async function runCore(delta: boolean): Promise<{ seconds: number; rows: number 
       const r = row(i);
       const keyPacked = packTupleBase64([r.id!]);
       const s: DecodedStore = { binding: 0, key: unpackTupleBase64(keyPacked), values: unpackTupleBase64(packTupleBase64(VALUES.map((f) => r[f]!))), keyPacked, exists: false, delete: false };
-      if (!delta) s.doc = { ...r, _meta: { uuid: 'd6f0a1c2-0000-11ef-8000-000000000000' } } as JsonObject;
+      if (!delta) {
+        s.doc = { ...r, _meta: { uuid: 'd6f0a1c2-0000-11ef-8000-000000000000' } } as JsonObject;
+        s.docJson = JSON.stringify(s.doc); // as the runtime hands it over from the request line
+      }
       stores.push(s);
     }
     txns.push(stores);
