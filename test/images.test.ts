@@ -7,7 +7,7 @@
 // build's time. Skips, saying why, without root, buildah, podman or runc, or with SLUICE_SKIP_IMAGE_TESTS=1.
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
@@ -308,7 +308,9 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
     // Names that are not built-in connectors: without a container engine the plane refuses them, so a
     // successful run proves the container path ran.
     const captureImage = `${REGISTRY}/http-file-in-a-container:dev`;
-    const sqliteImage = `${REGISTRY}/sqlite-in-a-container:dev`;
+    // Ends in /materialize-sqlite so the plane mounts the directory of its `path`; that the container ran is
+    // proven by the file's owner (the image runs as uid 1000, this test as root).
+    const sqliteImage = `${REGISTRY}/in-a-container/materialize-sqlite:dev`;
     const dir = skip === undefined ? mkdtempSync(join(tmpdir(), 'sluice-image-plane-')) : '';
     let server: Server;
     let url = '';
@@ -365,10 +367,10 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
 
     test('sluice preview --container-engine podman: materialize-sqlite keeps its file between apply and open', {
       timeout: TEST_TIMEOUT,
-      todo: 'plane gap: the launcher runs each RPC in a fresh `podman run --rm` without mounting the endpoint\'s '
-        + 'directory, so the tables that apply creates are gone when open runs (reported to the plane owner)',
     }, async () => {
+      chownSync(dir, 1000, 1000);
       await sluice(['preview', '--catalog', join(dir, 'sqlite.flow.yaml'), '--fixture', join(dir, 'fixture.jsonl'), '--container-engine', 'podman', '--timeout', '60']);
+      assert.equal(statSync(join(dir, 'out.db')).uid, 1000, 'out.db was written by the container (uid 1000)');
       const db = new DatabaseSync(join(dir, 'out.db'), { readOnly: true });
       try {
         assert.deepEqual(db.prepare('SELECT id, name FROM people').all().map((r) => ({ ...r })), [{ id: '1', name: 'alpha' }]);
