@@ -68,7 +68,7 @@ class SqliteConnection implements Connection {
   }
 
   async bulkInsert(target: BulkTarget, rows: AsyncIterable<readonly SqlParam[]> | Iterable<readonly SqlParam[]>): Promise<number> {
-    const sql = `INSERT INTO ${target.identifier} (${target.columns.map((c) => c.identifier).join(', ')}) VALUES (${target.columns.map((_, i) => `?${i + 1}`).join(', ')});`;
+    const sql = `INSERT INTO ${target.identifier} (${target.columns.map((c) => c.identifier).join(', ')}) VALUES (${target.columns.map(() => '?').join(', ')});`; // anonymous `?`: see sqlite-dialect.ts
     const s = this.#stmt(sql);
     let n = 0;
     try {

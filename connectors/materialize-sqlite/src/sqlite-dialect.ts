@@ -178,9 +178,11 @@ function literal(v: string | number | bigint | boolean | null): string {
 const placeholder = (i: number) => `?${i + 1}`;
 const quotePath = (path: string[]) => path.map(quote).join('.');
 const cols = (columns: Column[]) => columns.map((c) => c.identifier).join(', ');
-const params = (n: number, from = 0) => Array.from({ length: n }, (_, i) => placeholder(i + from)).join(', ');
-/** `(?1, ?2), (?3, ?4)…`: `rows` rows of `n` parameters. */
-const rowParams = (n: number, rows: number) => Array.from({ length: rows }, (_, r) => `(${params(n, r * n)})`).join(', ');
+// Statements run once per row (or per 32 rows) use anonymous `?` parameters, bound in order: node:sqlite
+// binds numbered `?N` parameters ~7× slower (measured: 384 parameters, 1.2 s vs 0.16 s per 200k rows).
+const params = (n: number) => Array.from({ length: n }, () => '?').join(', ');
+/** `(?, ?), (?, ?)…`: `rows` rows of `n` parameters. */
+const rowParams = (n: number, rows: number) => Array.from({ length: rows }, () => `(${params(n)})`).join(', ');
 /** Rows per multi-row store statement (measured: 32 rows ≈ 1.6× the rows/s of single-row statements). */
 const MULTI_ROW_STORE = 32;
 /** SQLite's historical SQLITE_MAX_VARIABLE_NUMBER (newer builds allow 32766): stay under it everywhere. */
@@ -262,7 +264,7 @@ const templates: StatementTemplates = {
   storeUpsertRows: (t, rows) => upsertRows(t, rows),
   storeInsertRows: (t, rows) => insertRows(t, rows),
   maxRowsPerStore: (t) => Math.max(1, Math.min(MULTI_ROW_STORE, Math.floor(MAX_STORE_PARAMETERS / t.columns.length))),
-  storeDelete: (t) => `DELETE FROM ${t.identifier} WHERE ${t.keys.map((k, i) => `${k.identifier} = ${placeholder(i)}`).join(' AND ')};`,
+  storeDelete: (t) => `DELETE FROM ${t.identifier} WHERE ${t.keys.map((k) => `${k.identifier} = ?`).join(' AND ')};`,
 
   createCheckpointsTable: (path) => `CREATE TABLE IF NOT EXISTS ${quotePath(path)} (\n\tmaterialization TEXT NOT NULL,\n\tkey_begin INTEGER NOT NULL,\n\tkey_end INTEGER NOT NULL,\n\tfence INTEGER NOT NULL,\n\t${quote('checkpoint')} TEXT NOT NULL,\n\tPRIMARY KEY (materialization, key_begin, key_end)\n);`,
   fenceBump: (path, m, b, e) => `UPDATE ${quotePath(path)} SET fence = fence + 1 WHERE materialization = ${literal(m)} AND key_end >= ${literal(b)} AND key_begin <= ${literal(e)};`,

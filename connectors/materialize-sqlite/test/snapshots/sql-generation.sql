@@ -21,9 +21,9 @@ CREATE TABLE IF NOT EXISTS all_types (
 );
 CREATE TEMP TABLE IF NOT EXISTS flow_temp_load_0 (id INTEGER);
 DELETE FROM temp.flow_temp_load_0;
-INSERT INTO all_types (id, "_meta/op", arr, bigint, bin, bool, date, flow_published_at, int, multi, num, obj, str, "strInt", "strNum", ts, flow_document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17) ON CONFLICT (id) DO UPDATE SET "_meta/op" = excluded."_meta/op", arr = excluded.arr, bigint = excluded.bigint, bin = excluded.bin, bool = excluded.bool, date = excluded.date, flow_published_at = excluded.flow_published_at, int = excluded.int, multi = excluded.multi, num = excluded.num, obj = excluded.obj, str = excluded.str, "strInt" = excluded."strInt", "strNum" = excluded."strNum", ts = excluded.ts, flow_document = excluded.flow_document;
-INSERT INTO all_types (id, "_meta/op", arr, bigint, bin, bool, date, flow_published_at, int, multi, num, obj, str, "strInt", "strNum", ts, flow_document) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17);
-DELETE FROM all_types WHERE id = ?1;
+INSERT INTO all_types (id, "_meta/op", arr, bigint, bin, bool, date, flow_published_at, int, multi, num, obj, str, "strInt", "strNum", ts, flow_document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "_meta/op" = excluded."_meta/op", arr = excluded.arr, bigint = excluded.bigint, bin = excluded.bin, bool = excluded.bool, date = excluded.date, flow_published_at = excluded.flow_published_at, int = excluded.int, multi = excluded.multi, num = excluded.num, obj = excluded.obj, str = excluded.str, "strInt" = excluded."strInt", "strNum" = excluded."strNum", ts = excluded.ts, flow_document = excluded.flow_document;
+INSERT INTO all_types (id, "_meta/op", arr, bigint, bin, bool, date, flow_published_at, int, multi, num, obj, str, "strInt", "strNum", ts, flow_document) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?);
+DELETE FROM all_types WHERE id = ?;
 DELETE FROM all_types;
 DROP TABLE IF EXISTS all_types;
 SELECT name AS column_name, type AS data_type, CASE WHEN "notnull" = 1 THEN 'NO' ELSE 'YES' END AS is_nullable, NULL AS character_maximum_length, NULL AS numeric_precision, NULL AS numeric_scale, NULL AS datetime_precision, NULL AS collation_name, pk AS is_primary_key FROM pragma_table_info('all_types', 'main') ORDER BY cid;
@@ -38,9 +38,9 @@ CREATE TABLE IF NOT EXISTS "Delta Events" (
 );
 CREATE TEMP TABLE IF NOT EXISTS flow_temp_load_1 (tenant TEXT, seq INTEGER);
 DELETE FROM temp.flow_temp_load_1;
-INSERT INTO "Delta Events" (tenant, seq, flow_published_at, value) VALUES (?1, ?2, ?3, ?4) ON CONFLICT (tenant, seq) DO UPDATE SET flow_published_at = excluded.flow_published_at, value = excluded.value;
-INSERT INTO "Delta Events" (tenant, seq, flow_published_at, value) VALUES (?1, ?2, ?3, ?4);
-DELETE FROM "Delta Events" WHERE tenant = ?1 AND seq = ?2;
+INSERT INTO "Delta Events" (tenant, seq, flow_published_at, value) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, seq) DO UPDATE SET flow_published_at = excluded.flow_published_at, value = excluded.value;
+INSERT INTO "Delta Events" (tenant, seq, flow_published_at, value) VALUES (?, ?, ?, ?);
+DELETE FROM "Delta Events" WHERE tenant = ? AND seq = ?;
 DELETE FROM "Delta Events";
 DROP TABLE IF EXISTS "Delta Events";
 SELECT name AS column_name, type AS data_type, CASE WHEN "notnull" = 1 THEN 'NO' ELSE 'YES' END AS is_nullable, NULL AS character_maximum_length, NULL AS numeric_precision, NULL AS numeric_scale, NULL AS datetime_precision, NULL AS collation_name, pk AS is_primary_key FROM pragma_table_info('Delta Events', 'main') ORDER BY cid;
