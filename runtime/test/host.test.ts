@@ -190,3 +190,15 @@ describe('host: nothing waits forever', () => {
     assert.ok(performance.now() - started < 2_500, `ended after ${Math.round(performance.now() - started)} ms, before the grandchild`);
   });
 });
+
+describe('host: a connector that breaks the protocol and keeps running', () => {
+  it('is killed after the grace period and the protocol error is reported', async () => {
+    const proc = startConnector({ command: node, args: ['-e', 'process.stdout.write(\'{"opened":{}}\\nnot json\\n\'); setInterval(() => {}, 1000)'] }, { protocol: 'materialize', exitTimeoutMs: 300 });
+    const started = performance.now();
+    await assert.rejects(async () => {
+      for await (const r of proc.responses()) assert.deepEqual(r, { opened: {} });
+    }, { name: 'ProtocolError', message: /stdout line 2 is not valid JSON/ });
+    assert.ok(performance.now() - started < 20_000);
+    assert.equal(proc.child.signalCode, 'SIGTERM');
+  });
+});

@@ -242,9 +242,12 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
       }
     } catch (err) {
       if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
-      // If the connector failed, its own error explains the broken output better.
+      // If the connector failed, its own error explains the broken output better. A connector that broke
+      // the protocol but keeps running (its output is no longer read) is killed after the grace period
+      // rather than waited for: it may never write again, and so never notice.
+      if (!(await this.within(this.exitedPromise, this.exitTimeoutMs))) await this.kill(2000);
       const status = await this.exitPromise;
-      if (status.code !== 0) await this.wait();
+      if (status.code !== 0 && !this.killedByUs) await this.wait();
       throw err;
     }
     // Its output ended: it should be exiting. Bounded, so a connector that lingers cannot hang the host.
