@@ -202,3 +202,13 @@ describe('host: a connector that breaks the protocol and keeps running', () => {
     assert.equal(proc.child.signalCode, 'SIGTERM');
   });
 });
+
+describe('host: a connector that stops reading its input', () => {
+  it('is killed after the idle timeout while a request waits for room, naming the request', async () => {
+    const proc = startConnector({ command: node, args: ['-e', 'process.stdin.pause(); setInterval(() => {}, 1000)'] }, { protocol: 'materialize', idleTimeoutMs: 300 });
+    const big = 'x'.repeat(256 * 1024);
+    await assert.rejects(async () => {
+      for (let i = 0; i < 64; i++) await proc.send({ store: { keyPacked: packTupleBase64([i]), doc: { big } } } as unknown as MaterializeRequest);
+    }, { name: 'ConnectorExitError', message: /: read none of its input for 0\.3 s while sluice sent "store"; the connector was killed$/ });
+  });
+});

@@ -207,8 +207,26 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
 
   /** Writes one request line (resolves when the pipe has room again). */
   send(request: RequestOf<P>): Promise<void> {
-    return this.writer.write(request).catch((err: unknown) => {
+    const written = this.writer.write(request).catch((err: unknown) => {
+      if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
       throw new ProtocolError(`${this.name}: cannot write to the connector's stdin: ${(err as Error).message}`, { cause: err });
+    });
+    const ms = this.options.idleTimeoutMs;
+    if (ms === undefined || !this.writer.isBlocked) return written;
+    // Its stdin is full: the idle timeout bounds how long it may take to read on.
+    const variant = Object.keys(request)[0] ?? '?';
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.hung = `${this.name}: read none of its input for ${ms / 1000} s while sluice sent "${variant}"; the connector was killed`;
+        void this.kill(2000);
+      }, ms);
+      written.then(() => {
+        clearTimeout(timer);
+        resolve();
+      }, (err: unknown) => {
+        clearTimeout(timer);
+        reject(err);
+      });
     });
   }
 
