@@ -1,0 +1,86 @@
+// The reported failure: the process that started materialize-sqlite dies mid-transaction; the orphan must
+// exit (not spin on EPIPE) so that its SQLite write lock is released and the next instance can commit.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DatabaseSync } from 'node:sqlite';
+import { packTupleBase64 } from '@sluice/runtime';
+import type { JsonObject } from '@sluice/runtime';
+import { binding, materialization, twoKeyCollection } from './helpers/fixtures.ts';
+import { BIN, ConnectorProcess, checkpointOf, unary } from './helpers/driver.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-orphan-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+// The parent: starts the connector with pipes, relays the requests from its own stdin, reports the
+// connector's pid once it has answered `flushed` (a write transaction is open after the first store).
+const PARENT = `
+const { spawn } = require('node:child_process');
+const child = spawn(process.execPath, [process.argv[1]], { stdio: ['pipe', 'pipe', 'pipe'] });
+child.stderr.resume();
+let seen = '';
+child.stdout.on('data', (d) => { seen += d; if (seen.includes('"flushed"')) { process.stdout.write(JSON.stringify({ pid: child.pid }) + '\\n'); seen = ''; } });
+process.stdin.pipe(child.stdin);
+`;
+
+test('an orphaned connector exits mid-transaction and releases the database for the next instance', async () => {
+  const path = join(dir, 'orphan.db');
+  const spec = materialization(path, [binding('events', twoKeyCollection(), { keys: ['tenant', 'seq'], values: ['flow_published_at', 'value'], document: 'flow_document' })]);
+  await unary({ apply: { materialization: spec as unknown as JsonObject, version: 'v1' } });
+  const parent = spawn(process.execPath, ['-e', PARENT, BIN], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: parent.stdout })[Symbol.asyncIterator]();
+  const store = (seq: number) => ({ store: { keyPacked: packTupleBase64(['a', seq]), valuesPacked: packTupleBase64(['2024-05-01T00:00:00Z', seq]), doc: { tenant: 'a', seq, value: seq } } });
+  const requests = [
+    { open: { materialization: spec, version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {} } },
+    { acknowledge: {} }, { flush: {} }, store(1), store(2),
+  ];
+  parent.stdin.write(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  const first = await lines.next();
+  assert.equal(first.done, false, 'the parent reports the connector once it answered flushed');
+  const pid = (JSON.parse(first.value as string) as { pid: number }).pid;
+  // Give the connector a moment to take the write lock with the stores, then kill the parent.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  parent.kill('SIGKILL');
+  await new Promise((resolve) => parent.once('close', resolve));
+  const deadline = performance.now() + 20_000;
+  while (alive(pid)) {
+    if (performance.now() > deadline) {
+      process.kill(pid, 'SIGKILL');
+      assert.fail(`the orphaned connector (pid ${pid}) was still running 20 s after its parent died`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // The next instance commits a transaction: the lock is free, and the orphan's stores were rolled back.
+  const p = new ConnectorProcess();
+  p.send({ open: { materialization: spec as unknown as JsonObject, version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {} } });
+  assert.deepEqual(await p.expect('opened'), { runtimeCheckpoint: {} });
+  p.send({ acknowledge: {} });
+  await p.expect('acknowledged');
+  p.send({ flush: {} });
+  await p.expect('flushed');
+  p.send(store(3) as unknown as JsonObject);
+  p.send({ startCommit: { runtimeCheckpoint: checkpointOf(1) } });
+  await p.expect('startedCommit');
+  p.send({ acknowledge: {} });
+  await p.expect('acknowledged');
+  assert.equal(await p.end(), 0, p.stderr);
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    assert.deepEqual(db.prepare('SELECT seq FROM events ORDER BY seq').all().map((r) => r.seq), [3]);
+  } finally {
+    db.close();
+  }
+});
