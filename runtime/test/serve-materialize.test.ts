@@ -4,7 +4,7 @@ import { serveMaterialize } from '../src/connector/materialize.ts';
 import type { DecodedLoad, DecodedStore, MaterializeConnector, Transactor } from '../src/connector/types.ts';
 import { packTupleBase64 } from '../src/protocol/tuple.ts';
 import { createTestMaterialize } from '../src/testing/test-materialize.ts';
-import { serve } from './helpers.ts';
+import { Collector, LogCollector, serve } from './helpers.ts';
 
 const mat = createTestMaterialize();
 const anyMat = mat as unknown as MaterializeConnector;
@@ -244,5 +244,30 @@ describe('serveMaterialize: store documents', () => {
     assert.equal(seen.length, 1);
     assert.deepEqual(seen[0]!.doc, { id: 1, big: Number("12345678901234567890"), s: 'é' });
     assert.equal(seen[0]!.docJson, '{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }');
+  });
+});
+
+describe('serveMaterialize: long runs of requests already read', () => {
+  it('every request of a chunk is taken, in order, across the event-loop turns between them', async () => {
+    const seen: number[] = [];
+    const connector = createTestMaterialize();
+    const base = connector.open.bind(connector);
+    connector.open = async (ctx) => {
+      const opened = await base(ctx);
+      const store = opened.transactor.store.bind(opened.transactor);
+      opened.transactor.store = async (stores) => store((async function* () {
+        for await (const s of stores) { seen.push(s.key[0] as number); yield s; }
+      })());
+      return opened;
+    };
+    const line = (r: object) => `${JSON.stringify(r)}\n`;
+    const storeOf = (id: number) => line({ store: { keyPacked: packTupleBase64([id]), valuesPacked: packTupleBase64([`n${id}`]), doc: { id, name: `n${id}` } } });
+    // 1000 stores in one chunk (several turns' worth), then 1000 split over small chunks.
+    const first = [open(), { acknowledge: {} }, { flush: {} }].map(line).join('') + Array.from({ length: 1000 }, (_, i) => storeOf(i)).join('');
+    const rest = Array.from({ length: 1000 }, (_, i) => storeOf(1000 + i));
+    const output = new Collector();
+    await serveMaterialize(connector, { input: [first, ...rest, line({ startCommit: checkpoint }) + line({ acknowledge: {} })], output, stderr: new LogCollector(), env: {} });
+    assert.deepEqual(seen, Array.from({ length: 2000 }, (_, i) => i));
+    assert.deepEqual(output.lines.map((l) => Object.keys(JSON.parse(l) as object)[0]), ['opened', 'acknowledged', 'flushed', 'startedCommit', 'acknowledged']);
   });
 });
