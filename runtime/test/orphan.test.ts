@@ -97,3 +97,17 @@ describe('orphaned connectors exit when their parent dies', () => {
     }]);
   });
 });
+
+describe('an EPIPE of the connector\'s own sockets is an ordinary failure', () => {
+  it('is reported on stderr (last line) with exit 1, not swallowed', async () => {
+    const child = spawn(process.execPath, [fixture('own-epipe-capture.ts')], { stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    child.stdout.resume();
+    child.stdin.end(`${JSON.stringify({ discover: { connectorType: 'IMAGE', config: { apiKey: 'k' } } })}\n`);
+    const code = await new Promise((resolve) => child.on('close', resolve));
+    assert.equal(code, 1);
+    const last = JSON.parse(stderr.trim().split('\n').at(-1)!) as { msg: string };
+    assert.match(last.msg, /^write EPIPE \(the source closed the connection\) \(internal error; see the previous log line for details\)$/);
+  });
+});

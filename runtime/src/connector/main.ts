@@ -74,12 +74,6 @@ async function defaultExit(code: number, timeoutMs: number): Promise<void> {
   process.exit(code);
 }
 
-/** True for the error of a write to a pipe or socket whose reader is gone. */
-export function isBrokenPipe(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' || code === 'ECONNRESET' || code === 'ERR_STREAM_WRITE_AFTER_END';
-}
-
 /** Runs `serve` with the entry-point policy; returns the exit code it passed to `exit`. */
 export async function runMain(serve: (options: ServeOptions) => Promise<void>, options: MainOptions = {}): Promise<number> {
   const env = options.env ?? process.env;
@@ -98,9 +92,12 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
     controller.abort();
   };
   const handleSignals = options.handleSignals ?? true;
-  // `quiet`: nothing more is logged (the process is on its way out); `ended`: exitNow was called.
+  // `quiet`: nothing more is logged (the process is on its way out); `ended`: exitNow was called;
+  // `stdioBroken`: our stdout or stderr failed (only errors of those streams count: an EPIPE or
+  // ECONNRESET of the connector's own sockets is an ordinary failure, reported as usual).
   let quiet = false;
   let ended = false;
+  let stdioBroken = false;
   const die = (exitCode: number): void => {
     quiet = true;
     if (ended) return;
@@ -108,8 +105,8 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
     exitNow(exitCode);
   };
   const onUncaught = (err: unknown): void => {
-    // A failure while a failure is being reported, or a pipe error: logging could only fail again.
-    if (quiet || isBrokenPipe(err)) {
+    // A failure while a failure is being reported, or with stdout/stderr gone: logging could only fail again.
+    if (quiet || stdioBroken) {
       die(1);
       return;
     }
@@ -122,7 +119,10 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
     exit(1);
   };
   // Our stdout/stderr have nobody reading them (EPIPE): the runtime that started us is gone.
-  const onStdioError = (): void => die(1);
+  const onStdioError = (): void => {
+    stdioBroken = true;
+    die(1);
+  };
   const stdio = [
     ...(options.output === undefined ? [process.stdout] : []),
     ...(options.stderr === undefined && options.log === undefined ? [process.stderr] : []),
@@ -143,7 +143,7 @@ export async function runMain(serve: (options: ServeOptions) => Promise<void>, o
     await serve({ ...options, env, log, signal: controller.signal });
   } catch (err) {
     code = 1;
-    if (quiet || isBrokenPipe(err)) {
+    if (quiet || stdioBroken) {
       die(1);
       return 1;
     }
