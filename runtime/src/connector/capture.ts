@@ -14,7 +14,7 @@ import {
   INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,
 } from './session.ts';
-import type { CaptureBinding, CaptureConnector, CaptureOutput } from './types.ts';
+import type { CaptureBinding, CaptureConnector, CaptureOutput, CapturedLines } from './types.ts';
 
 export const CAPTURE_REQUESTS = ['spec', 'discover', 'validate', 'apply', 'open', 'acknowledge'] as const;
 const FIRST_REQUESTS = ['spec', 'discover', 'validate', 'apply', 'open'];
@@ -117,6 +117,26 @@ export function encodeCapturedJson(output: CaptureOutput, bindingCount: number):
     throw new ProtocolError(`captured document for binding ${binding}: docJson must be the compact JSON text of an object (JSON.stringify of it), got ${typeof docJson === 'string' ? JSON.stringify(docJson.slice(0, 60)) : typeof docJson}`);
   }
   return binding === 0 ? `{"captured":{"doc":${docJson}}}\n` : `{"captured":{"binding":${binding},"doc":${docJson}}}\n`;
+}
+
+/**
+ * For `{ capturedLines: { documents, lines } }` (lines the connector framed itself): the text and
+ * document count, after checking the framing of the first and last line. Null for every other output.
+ */
+export function checkCapturedLines(output: CaptureOutput): CapturedLines | null {
+  if (typeof output !== 'object' || output === null || !('capturedLines' in output)) return null;
+  checkOneVariant(output);
+  const c = output.capturedLines as Partial<CapturedLines> | null;
+  const documents = c?.documents;
+  const lines = c?.lines;
+  if (typeof lines !== 'string' || typeof documents !== 'number' || !Number.isInteger(documents) || documents < 0) {
+    throw new ProtocolError('capturedLines must be { documents: <integer ≥ 0>, lines: <string> }');
+  }
+  const framed = documents === 0 ? lines === '' : lines.startsWith('{"captured":{') && lines.endsWith('}\n');
+  if (!framed) {
+    throw new ProtocolError(`capturedLines must hold ${documents} complete "captured" lines (each {"captured":{…}} and a newline), got ${JSON.stringify(lines.slice(0, 60))}`);
+  }
+  return { documents, lines };
 }
 
 /** Validates one connector output and returns the exact line to write. */
@@ -298,10 +318,15 @@ async function runSession<Config, Resource>(
       }
       if (result.done) break;
       let written: Promise<void>;
+      // Lines the connector framed itself (a batch of documents) go out as they are, counted as documents.
+      const framed = checkCapturedLines(result.value);
       // A document the connector serialised itself goes out as it is (no parse, no stringify).
-      const json = encodeCapturedJson(result.value, count);
-      const line = json === null ? encodeCaptureOutput(result.value, count) : null;
-      if (line === null) {
+      const json = framed === null ? encodeCapturedJson(result.value, count) : null;
+      const line = json === null && framed === null ? encodeCaptureOutput(result.value, count) : null;
+      if (framed !== null) {
+        documentsSinceCheckpoint += framed.documents;
+        written = io.writer.writeDocumentLine(framed.lines);
+      } else if (line === null) {
         documentsSinceCheckpoint++;
         written = io.writer.writeDocumentLine(json as string);
       } else if ('captured' in line) {

@@ -81,10 +81,19 @@ export interface CaptureOpenContext<Config, Resource> extends BaseContext<Config
  */
 export interface CapturedJson { binding?: number; docJson: string }
 
+/**
+ * A batch of `captured` lines the connector framed itself (e.g. in a worker thread): `documents` lines,
+ * each exactly what `{ captured: { binding, doc } }` would be written as and ending in `\n`. The runtime
+ * appends the text to its coalescing buffer as it is (with backpressure) and counts `documents` toward
+ * the next checkpoint; it checks only the framing of the first and last line.
+ */
+export interface CapturedLines { documents: number; lines: string }
+
 /** What a capture session yields; each is written as one protocol line, in order, with backpressure. */
 export type CaptureOutput =
   | { captured: CapturedResponse }
   | { captured: CapturedJson }
+  | { capturedLines: CapturedLines }
   | { checkpoint: CheckpointResponse }
   | { sourcedSchema: SourcedSchemaResponse };
 

@@ -1,0 +1,90 @@
+// Captured lines the connector framed itself, in batches (`{ capturedLines: { documents, lines } }`, used by
+// source-http-file's parser thread): written as they are, between the other outputs in order, and counted
+// as documents toward the next checkpoint.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { checkCapturedLines, serveCapture } from '../src/connector/capture.ts';
+import type { CaptureConnector, CaptureOutput } from '../src/connector/types.ts';
+import { Collector, LogCollector, linesOf } from './helpers.ts';
+
+const DOCS = [{ a: 1 }, { b: 'x "y" \u0000 😀' }, { c: null }, {}, { d: [1, { e: 2 }] }];
+
+/** Yields the documents in batches of `size` (framed lines, or objects), with a checkpoint after each batch but the last. */
+function connector(form: 'object' | 'lines', size: number, trailing: number): CaptureConnector {
+  return {
+    configSchema: { type: 'object' },
+    resourceConfigSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
+    documentationUrl: 'https://example.com',
+    resourcePathPointers: ['/name'],
+    discover: () => Promise.resolve([]),
+    async *open() {
+      const all = [...DOCS, ...DOCS.slice(0, trailing)];
+      for (let i = 0; i < all.length; i += size) {
+        const batch = all.slice(i, i + size);
+        const binding = i % 2;
+        if (form === 'lines') {
+          yield { capturedLines: { documents: batch.length, lines: batch.map((doc) => `${JSON.stringify({ captured: binding === 0 ? { doc } : { binding, doc } })}\n`).join('') } };
+        } else {
+          for (const doc of batch) yield { captured: { binding, doc } };
+        }
+        if (i + size < DOCS.length) yield { checkpoint: { state: { updated: { i }, mergePatch: true } } };
+      }
+    },
+  };
+}
+
+const OPEN = {
+  open: {
+    capture: {
+      name: 'acmeCo/src', connectorType: 'IMAGE', config: {},
+      bindings: [0, 1].map((b) => ({ resourceConfig: { name: `b${b}` }, resourcePath: [`b${b}`], collection: { name: `acmeCo/b${b}`, key: ['/id'] } })),
+    },
+    version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 },
+  },
+};
+
+async function run(c: CaptureConnector): Promise<{ text: string; logs: LogCollector; error?: Error }> {
+  const output = new Collector();
+  const logs = new LogCollector();
+  try {
+    await serveCapture(c, { input: linesOf([OPEN]), output, stderr: logs, env: {} });
+  } catch (err) {
+    return { text: output.text, logs, error: err as Error };
+  }
+  return { text: output.text, logs };
+}
+
+describe('capture outputs with framed lines (capturedLines)', () => {
+  it('write exactly the bytes of the object form, in order with checkpoints', async () => {
+    const objects = await run(connector('object', 2, 0));
+    const lines = await run(connector('lines', 2, 0));
+    assert.equal(objects.error, undefined);
+    assert.equal(lines.error, undefined);
+    assert.equal(lines.text, objects.text);
+    assert.equal(lines.text.split('\n').filter((l) => l.startsWith('{"checkpoint"')).length, 2);
+  });
+
+  it('count their documents toward the next checkpoint (the warning about discarded documents names them)', async () => {
+    const objects = await run(connector('object', 2, 3));
+    const lines = await run(connector('lines', 2, 3));
+    const discarded = (l: LogCollector): unknown => l.entries.find((e) => /after its last checkpoint/.test(e.msg))?.fields['documents'];
+    assert.equal(discarded(objects.logs), 4);
+    assert.equal(discarded(lines.logs), 4);
+  });
+
+  it('are checked for framing: wrong types, missing newline, not a captured line', () => {
+    assert.equal(checkCapturedLines({ captured: { doc: {} } }), null);
+    assert.deepEqual(checkCapturedLines({ capturedLines: { documents: 0, lines: '' } }), { documents: 0, lines: '' });
+    const bad: [unknown, RegExp][] = [
+      [{ documents: 1.5, lines: '{"captured":{"doc":{}}}\n' }, /documents: <integer ≥ 0>/],
+      [{ documents: 1, lines: new Uint8Array(3) }, /lines: <string>/],
+      [{ documents: 1, lines: '{"captured":{"doc":{}}}' }, /complete "captured" lines/],
+      [{ documents: 1, lines: '{"checkpoint":{}}\n' }, /complete "captured" lines/],
+      [{ documents: 0, lines: '{"captured":{"doc":{}}}\n' }, /0 complete "captured" lines/],
+    ];
+    for (const [value, message] of bad) {
+      assert.throws(() => checkCapturedLines({ capturedLines: value } as CaptureOutput), { name: 'ProtocolError', message });
+    }
+    assert.throws(() => checkCapturedLines({ capturedLines: { documents: 0, lines: '' }, checkpoint: {} } as unknown as CaptureOutput), { name: 'ProtocolError' });
+  });
+});
