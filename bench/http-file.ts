@@ -1,7 +1,8 @@
 // Benchmark: source-http-file capturing a generated CSV (gzip and zstd) over loopback HTTP through
 // the protocol (spawned bin, stdout to /dev/null), against Miller (`mlr --icsv --ojsonl cat`) and
 // decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
-// decoded text (the hot-path decision). A reference line runs the connector's open() in a child
+// decoded text (the hot-path decision), and the single-thread fallback (SLUICE_HTTP_FILE_WORKER=0) beside the
+// default (parser thread for files ≥ 4 MiB). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
 //   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol] [--cpu-prof-dir DIR]
 //   (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB; --only-open skips the runtime and the baselines,
@@ -37,8 +38,11 @@ if (process.argv[2] === '--in-process-child') {
   let docs = 0;
   for await (const out of createHttpFileConnector().open(ctx as any)) {
     if ('captured' in out) docs++;
-    // A pre-serialised document goes out as the runtime writes it (spliced, not re-serialised).
-    buf += 'captured' in out && 'docJson' in out.captured ? `{"captured":{"doc":${out.captured.docJson}}}\n` : `${JSON.stringify(out)}\n`;
+    // Lines framed by the parser thread, and pre-serialised documents, go out as the runtime writes them.
+    if ('capturedLines' in out) {
+      docs += out.capturedLines.documents;
+      buf += out.capturedLines.lines;
+    } else buf += 'captured' in out && 'docJson' in out.captured ? `{"captured":{"doc":${out.captured.docJson}}}\n` : `${JSON.stringify(out)}\n`;
     if (buf.length > 65536) { writeSync(1, buf); buf = ''; }
   }
   writeSync(1, buf);
@@ -128,11 +132,11 @@ async function serve(): Promise<{ url: (name: string) => string; close: () => vo
 }
 
 /** Captures `url` in a child process (the bin through the protocol, or open() alone); stdout to /dev/null. */
-async function capture(url: string, inProcess = false): Promise<{ secs: number; cpu: number; rssMb: number; docs: number }> {
+async function capture(url: string, inProcess = false, env: Record<string, string> = {}): Promise<{ secs: number; cpu: number; rssMb: number; docs: number }> {
   const request = { open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } };
   const devnull = openSync('/dev/null', 'w');
   const start = process.hrtime.bigint();
-  const child = spawn(process.execPath, [...V8_FLAGS, ...PROF_FLAGS, ...(inProcess ? [SELF, '--in-process-child', url] : [BIN])], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info' } });
+  const child = spawn(process.execPath, [...V8_FLAGS, ...PROF_FLAGS, ...(inProcess ? [SELF, '--in-process-child', url] : [BIN])], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, LOG_LEVEL: 'info', ...env } });
   let stderr = '';
   child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
   child.stdin?.end(`${JSON.stringify(request)}\n`);
@@ -183,10 +187,15 @@ async function main(): Promise<void> {
       ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
       ['zstd', 'rides.csv.zst', `zstd -dc ${csvPath}.zst`, `mlr --icsv --ojsonl --prepipe 'zstd -dc' cat ${csvPath}.zst`],
     ] as const) {
+      // The same capture with the parser on the main thread (the fallback), beside the default.
+      const single = await capture(server.url(file), false, { SLUICE_HTTP_FILE_WORKER: '0' });
+      if (single.docs !== ROWS) throw new Error(`single-thread: captured ${single.docs} documents, expected ${ROWS}`);
+      const singleLine = `${kind}:   (single thread, SLUICE_HTTP_FILE_WORKER=0: ${fmt(ROWS / single.secs)} rows/s, peak RSS ${fmt(single.rssMb, 1)} MB, ${fmt(single.secs, 2)} s, CPU ${fmt(single.cpu, 2)} s)`;
       if (ONLY_PROTOCOL) {
         const ours = await capture(server.url(file));
         if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
-        console.log(`${kind}: source-http-file  ${fmt(ROWS / ours.secs)} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s (${fmt(ROWS / ours.cpu)} rows per CPU second)`);
+        console.log(`${kind}: source-http-file  ${fmt(ROWS / ours.secs)} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s (${fmt(ROWS / ours.cpu)} rows per CPU second) → ${fmt(single.secs / ours.secs, 2)}× the single thread`);
+        console.log(singleLine);
         continue;
       }
       const direct = await capture(server.url(file), true);
@@ -202,6 +211,7 @@ async function main(): Promise<void> {
       const rate = (s: number): number => ROWS / s;
       console.log([
         `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
+        `${singleLine.slice(0, -1)} → parser thread = ${fmt(single.secs / ours.secs, 2)}× the single thread)`,
         `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s, CPU ${fmt(direct.cpu, 2)} s)`,
         `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`,
         `${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`,

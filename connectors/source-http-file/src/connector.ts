@@ -11,6 +11,7 @@ import type {
 import { ConfigError, DecodeError } from './errors.ts';
 import { HttpClient, redactUrl } from './http.ts';
 import type { FileInfo, HttpClientOptions } from './http.ts';
+import { parseInWorker, useWorker } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
@@ -26,6 +27,11 @@ export interface ConnectorOptions {
   http?: Partial<Omit<HttpClientOptions, 'url' | 'user' | 'password' | 'headers' | 'signal' | 'log'>>;
   /** Emit a checkpoint after this many documents (and at the end of the file). */
   checkpointEvery?: number;
+  /**
+   * Parse in a worker thread (parallel.ts): true/false, or by default SLUICE_HTTP_FILE_WORKER (0 = never,
+   * 1 = always) else for files of at least 4 MiB. Discover always samples on the main thread.
+   */
+  worker?: boolean;
 }
 
 interface BindingState {
@@ -277,6 +283,39 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   let sinceCheckpoint = 0;
   const bindingIndex = binding.index;
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
+  const onSkippedRow = (err: DecodeError): void => {
+    skipped++;
+    firstSkipped ??= err;
+    log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
+  };
+  if (useWorker(options.worker, head.contentLength)) {
+    // The same work in a worker thread; it returns framed lines per parsed batch (same batch ends, so
+    // checkpoints fall where they do on the single-thread path below).
+    const batches = parseInWorker(replay, { meta, parser: config.parser, resume: byteResume, binding: bindingIndex, file, startOffset: offset, resumeFrom }, {
+      log: (message) => log.debug(message),
+      onSkippedRow,
+    }, ctx.signal);
+    try {
+      while (true) {
+        const r = await batches.next();
+        if (r.done) {
+          offset = r.value;
+          break;
+        }
+        const b = r.value;
+        offset = b.offset;
+        sinceCheckpoint += b.documents;
+        const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines } }];
+        if (!b.failed && sinceCheckpoint >= every) {
+          sinceCheckpoint = 0;
+          out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: b.position, csv: b.position === null ? null : b.csv }));
+        }
+        yield out;
+      }
+    } finally {
+      await batches.return(offset);
+    }
+  } else {
   // `_meta` of a document given as JSON text (CSV fast path): this prefix, the offset, `}`.
   const metaPrefix = `{"file":${JSON.stringify(file)},"offset":`;
   for await (const batch of parseFile(replay, meta, config.parser, {
@@ -284,11 +323,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     tracker,
     onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
     onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
-    onSkippedRow: (err) => {
-      skipped++;
-      firstSkipped ??= err;
-      log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
-    },
+    onSkippedRow,
   }, byteResume)) {
     const out: CaptureOutput[] = [];
     try {
@@ -321,6 +356,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: tracker.position, csv: tracker.position === null ? null : tracker.csv }));
     }
     if (out.length) yield out;
+  }
   }
   if (offset < resumeFrom) {
     throw new DecodeError(`the file now yields ${offset} documents but ${resumeFrom} were already captured from this version; the parse is not deterministic`);

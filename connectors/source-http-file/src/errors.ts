@@ -1,8 +1,9 @@
 // Error classes of source-http-file. One base for the package, one subclass per failure domain,
 // each with a stable code. ConfigError (bad configuration or a missing server prerequisite) comes
-// from the runtime so that its entry point prints it as one clear line.
-import { ConfigError, SluiceError } from '@sluice/runtime';
-import type { SluiceErrorOptions } from '@sluice/runtime';
+// from the runtime so that its entry point prints it as one clear line. Imported from the runtime's
+// errors module alone: the parser thread (worker.ts) loads this file, and the runtime's index costs it ~36 MB.
+import { ConfigError, SluiceError } from '@sluice/runtime/errors';
+import type { SluiceErrorOptions } from '@sluice/runtime/errors';
 
 export { ConfigError };
 

@@ -8,7 +8,7 @@ import type { CaptureOutput } from '@sluice/runtime';
 import { createHttpFileConnector } from '../src/index.ts';
 import { LAST_MODIFIED } from './helpers.ts';
 
-test('backpressure: a stalled consumer stops the socket (bounded read-ahead on a 256 MB body)', async () => {
+for (const worker of [false, true]) test(`backpressure: a stalled consumer stops the socket (bounded read-ahead on a 256 MB body; parser ${worker ? 'in a worker thread' : 'on the main thread'})`, async () => {
   const TOTAL = 256 * 1024 * 1024;
   const row = 'x'.repeat(60);
   let produced = 0;
@@ -32,7 +32,7 @@ test('backpressure: a stalled consumer stops the socket (bounded read-ahead on a
   const noop = (): void => {};
   const log = { debug: noop, info: noop, warn: noop, error: noop, status: noop, child: () => log };
   const controller = new AbortController();
-  const it = createHttpFileConnector().open({
+  const it = createHttpFileConnector({ worker }).open({
     config: { url }, log, signal: controller.signal, state: {}, range: {}, version: '',
     capture: { name: 'acme/x' }, bindings: [{ index: 0, resource: { stream: 'big' }, spec: { collection: { name: 'acme/big' } }, stateKey: 'big' }],
     acknowledgements: (async function* () {})(),
@@ -42,7 +42,9 @@ test('backpressure: a stalled consumer stops the socket (bounded read-ahead on a
     while (docs < 1000) {
       const r = await it.next();
       assert.equal(r.done, false);
-      if ('captured' in (r.value as CaptureOutput)) docs++;
+      const out = r.value as CaptureOutput;
+      if ('captured' in out) docs++;
+      else if ('capturedLines' in out) docs += out.capturedLines.documents;
     }
     // Stall: give the server time to fill every buffer it can.
     await new Promise((r) => setTimeout(r, 300));
