@@ -44,8 +44,10 @@ describe('source-http-file as a process', () => {
   let server: FileServer;
   before(async () => {
     server = await startServer({
-      '/big.csv.gz': { body: gzipSync(CSV), slowChunk: 2048, slowDelayMs: 1 },
-      '/big.csv': { body: CSV, slowChunk: 8192, slowDelayMs: 1 },
+      // Slow enough (~1.5 s per body) that the crash test's kill after the 4th checkpoint always lands
+      // mid-file, even when the test process reads the connector's output late on a loaded machine.
+      '/big.csv.gz': { body: gzipSync(CSV), slowChunk: 512, slowDelayMs: 15 },
+      '/big.csv': { body: CSV, slowChunk: 2048, slowDelayMs: 15 },
       '/small.csv': { body: 'a,b\n1,2\n3,4\n', etag: '"s"' },
       '/no-lm.csv': { body: 'a\n1\n', noLastModified: true },
     });
