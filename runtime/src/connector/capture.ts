@@ -9,7 +9,7 @@ import type {
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { CaptureSpec, ConnectorState, JsonObject, JsonValue } from '../protocol/specs.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { ConfigValidator, resolvePointer } from './config.ts';
+import { ConnectorSchemas, resolvePointer } from './config.ts';
 import {
   INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,
@@ -30,23 +30,6 @@ export function captureSpecResponse(connector: CaptureConnector<any, any>): Spec
   if (connector.oauth2) out.oauth2 = connector.oauth2;
   out.resourcePathPointers = [...connector.resourcePathPointers];
   return out;
-}
-
-class Schemas {
-  private config?: ConfigValidator;
-  private resource?: ConfigValidator;
-  private readonly connector: CaptureConnector<any, any>;
-  constructor(connector: CaptureConnector<any, any>) {
-    this.connector = connector;
-  }
-  get configValidator(): ConfigValidator {
-    this.config ??= new ConfigValidator(this.connector.configSchema, 'endpoint config');
-    return this.config;
-  }
-  get resourceValidator(): ConfigValidator {
-    this.resource ??= new ConfigValidator(this.connector.resourceConfigSchema, 'resource config');
-    return this.resource;
-  }
 }
 
 /** Derives a resource path from the resource config by the connector's resourcePathPointers. */
@@ -173,7 +156,7 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
   options: ServeOptions = {},
 ): Promise<void> {
   const io = openSessionIO(options, CAPTURE_REQUESTS);
-  const schemas = new Schemas(connector);
+  const schemas = new ConnectorSchemas(connector);
   try {
     const first = await io.requests.next();
     if (isStopped(first)) return;
@@ -243,7 +226,7 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
 async function runSession<Config, Resource>(
   connector: CaptureConnector<Config, Resource>,
   io: SessionIO,
-  schemas: Schemas,
+  schemas: ConnectorSchemas,
   openRequest: Envelope,
 ): Promise<void> {
   const req = openRequest.body as unknown as CaptureOpenRequest;

@@ -174,3 +174,21 @@ export function resolvePointer(doc: JsonValue | undefined, pointer: string): Jso
   }
   return node;
 }
+
+/** The endpoint and resource validators of a connector, compiled on first use. */
+export class ConnectorSchemas {
+  private config?: ConfigValidator;
+  private resource?: ConfigValidator;
+  private readonly schemas: { configSchema: JsonSchema; resourceConfigSchema: JsonSchema };
+  constructor(schemas: { configSchema: JsonSchema; resourceConfigSchema: JsonSchema }) {
+    this.schemas = schemas;
+  }
+  get configValidator(): ConfigValidator {
+    this.config ??= new ConfigValidator(this.schemas.configSchema, 'endpoint config');
+    return this.config;
+  }
+  get resourceValidator(): ConfigValidator {
+    this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config');
+    return this.resource;
+  }
+}

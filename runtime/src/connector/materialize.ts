@@ -12,7 +12,7 @@ import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec } from '../protocol/specs.ts';
 import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { ConfigValidator } from './config.ts';
+import { ConnectorSchemas } from './config.ts';
 import {
   Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped,
   openSessionIO, unexpectedEof, unexpectedRequest,
@@ -125,21 +125,7 @@ export function decodeStore(request: Envelope, bindingCount: number): DecodedSto
   return out;
 }
 
-class Schemas {
-  private config?: ConfigValidator;
-  private resource?: ConfigValidator;
-  private readonly connector: MaterializeConnector<any, any>;
-  constructor(connector: MaterializeConnector<any, any>) {
-    this.connector = connector;
-  }
-  get configValidator(): ConfigValidator {
-    this.config ??= new ConfigValidator(this.connector.configSchema, 'endpoint config');
-    return this.config;
-  }
-  get resourceValidator(): ConfigValidator {
-    this.resource ??= new ConfigValidator(this.connector.resourceConfigSchema, 'resource config');
-    return this.resource;
-  }
+class Schemas extends ConnectorSchemas {
   bindings<Resource>(spec: MaterializationSpec): MaterializeBinding<Resource>[] {
     return (spec.bindings ?? []).map((b, index) => ({
       index,
