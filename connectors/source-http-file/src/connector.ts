@@ -15,7 +15,7 @@ import { parseInWorker, useWorker } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
-import { closeJsonRecord } from './record.ts';
+import { addMeta, closeJsonRecord } from './record.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
@@ -336,11 +336,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
           sinceCheckpoint++;
           continue;
         }
-        const m = record['_meta'];
-        if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
-          throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
-        }
-        record['_meta'] = m === undefined ? { file, offset } : { ...(m as JsonObject), file, offset };
+        addMeta(record, file, offset);
         offset++;
         sinceCheckpoint++;
         out.push({ captured: { binding: bindingIndex, doc: record } });

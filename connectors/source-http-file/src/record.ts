@@ -5,6 +5,7 @@
 // path builds; headers for which that is not a simple concatenation (duplicates, array-index names,
 // `__proto__`, `_meta`) keep the object path.
 import type { JsonObject } from '@sluice/runtime';
+import { DecodeError } from './errors.ts';
 
 /**
  * One decoded record: an object, or (CSV fast path) the JSON text of the object WITHOUT its closing
@@ -42,4 +43,13 @@ export function columnPrefixes(headers: readonly string[]): string[] | null {
 /** Completes a record's JSON text with `_meta` (`jsonOpen` from the CSV fast path, `metaJson` e.g. `{"file":"…","offset":3}`). */
 export function closeJsonRecord(jsonOpen: string, metaJson: string): string {
   return jsonOpen.length === 1 ? `${jsonOpen}"_meta":${metaJson}}` : `${jsonOpen},"_meta":${metaJson}}`;
+}
+
+/** Sets `_meta: {file, offset}` on a parsed record, keeping its other `_meta` members; a non-object `_meta` is an error. */
+export function addMeta(record: JsonObject, file: string, offset: number): void {
+  const m = record['_meta'];
+  if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
+    throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
+  }
+  record['_meta'] = m === undefined ? { file, offset } : { ...m, file, offset };
 }

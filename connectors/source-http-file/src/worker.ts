@@ -4,10 +4,8 @@
 // back as the text of its protocol lines, with the record count, the offset
 // after it and the resume position, so the main thread only writes bytes and places checkpoints.
 import { parentPort, workerData } from 'node:worker_threads';
-import type { JsonObject } from '@sluice/runtime';
-import { DecodeError } from './errors.ts';
 import { parseFile } from './pipeline.ts';
-import { closeJsonRecord } from './record.ts';
+import { addMeta, closeJsonRecord } from './record.ts';
 import type { CsvResume } from './csv.ts';
 import type { MainToWorker, SerializedError, WorkerInit, WorkerToMain } from './parallel.ts';
 import { OUTPUT_WINDOW } from './parallel.ts';
@@ -99,11 +97,7 @@ async function run(): Promise<void> {
           documents++;
           continue;
         }
-        const m = record['_meta'];
-        if (m !== undefined && (m === null || typeof m !== 'object' || Array.isArray(m))) {
-          throw new DecodeError(`unable to add value: record ${offset} has a non-object _meta (${JSON.stringify(m)?.slice(0, 60)}) at location /_meta/offset; rename the '_meta' column or field`);
-        }
-        record['_meta'] = m === undefined ? { file: init.file, offset } : { ...(m as JsonObject), file: init.file, offset };
+        addMeta(record, init.file, offset);
         offset++;
         documents++;
         // The line the runtime writes for `{ captured: { binding, doc } }`.

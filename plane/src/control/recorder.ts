@@ -49,16 +49,18 @@ export interface TaskMetricsInput {
   ts: Date;
 }
 
+export interface PublishInput {
+  specs: PublishedSpec[];
+  detail: string;
+  result: JobStatusType;
+  errors?: { detail: string; catalog_name?: string; scope?: string }[];
+  /** Keep live specs missing from `specs` (default false: a publication is the whole catalog; others are deleted). */
+  partial?: boolean;
+}
+
 export interface ControlRecorder {
   /** Records one publication of these specs (a (re)load of the catalog); assigns the ids. */
-  publish(input: {
-    specs: PublishedSpec[];
-    detail: string;
-    result: JobStatusType;
-    errors?: { detail: string; catalog_name?: string; scope?: string }[];
-    /** Keep live specs missing from `specs` (default false: a publication is the whole catalog; others are deleted). */
-    partial?: boolean;
-  }): PublicationOutcome;
+  publish(input: PublishInput): PublicationOutcome;
   /** A task's shard was (re)started with this build. */
   activated(catalogName: string, buildId: string, at: Date): void;
   shardStatus(catalogName: string, status: 'Ok' | 'Pending' | 'Failed', at: Date): void;

@@ -8,7 +8,7 @@ import { DatabaseSync } from 'node:sqlite';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import type { CatalogType } from '../catalog/types.ts';
 import type {
-  ControlRecorder, JobStatusType, PublicationOutcome, PublishedSpec, ShardFailureInput, TaskMetricsInput,
+  ControlRecorder, JobStatusType, PublicationOutcome, PublishInput, ShardFailureInput, TaskMetricsInput,
 } from './recorder.ts';
 import { IdGenerator } from './ids.ts';
 import { upgradeImage } from './upgrade.ts';
@@ -197,14 +197,7 @@ export class ControlStore implements ControlRecorder {
 
   // ---- ControlRecorder ----
 
-  publish(input: {
-    specs: PublishedSpec[];
-    detail: string;
-    result: JobStatusType;
-    errors?: { detail: string; catalog_name?: string; scope?: string }[];
-    /** Keep live specs that are not in `specs` (default false: a publication is the whole catalog, so others are deleted). */
-    partial?: boolean;
-  }): PublicationOutcome {
+  publish(input: PublishInput): PublicationOutcome {
     return this.transaction(() => {
       const now = new Date();
       const ts = now.toISOString();
