@@ -10,7 +10,7 @@ import { Collector, LogCollector, linesOf } from './helpers.ts';
 const DOCS = [{ a: 1 }, { b: 'x "y" \u0000 😀' }, { c: null }, {}, { d: [1, { e: 2 }] }];
 
 /** Yields the documents in batches of `size` (framed lines, or objects), with a checkpoint after each batch but the last. */
-function connector(form: 'object' | 'lines', size: number, trailing: number): CaptureConnector {
+function connector(form: 'object' | 'lines' | 'bytes', size: number, trailing: number, written?: (err?: Error | null) => void): CaptureConnector {
   return {
     configSchema: { type: 'object' },
     resourceConfigSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
@@ -22,8 +22,14 @@ function connector(form: 'object' | 'lines', size: number, trailing: number): Ca
       for (let i = 0; i < all.length; i += size) {
         const batch = all.slice(i, i + size);
         const binding = i % 2;
-        if (form === 'lines') {
-          yield { capturedLines: { documents: batch.length, lines: batch.map((doc) => `${JSON.stringify({ captured: binding === 0 ? { doc } : { binding, doc } })}\n`).join('') } };
+        if (form !== 'object') {
+          const text = batch.map((doc) => `${JSON.stringify({ captured: binding === 0 ? { doc } : { binding, doc } })}\n`).join('');
+          if (form === 'lines') yield { capturedLines: { documents: batch.length, lines: text } };
+          // Bytes in a bigger buffer (as a reused buffer would be): only the view's range goes out.
+          else {
+            const padded = Buffer.from(`xx${text}yy`);
+            yield { capturedLines: { documents: batch.length, lines: new Uint8Array(padded.buffer, padded.byteOffset + 2, padded.length - 4), ...(written ? { written } : {}) } };
+          }
         } else {
           for (const doc of batch) yield { captured: { binding, doc } };
         }
@@ -64,6 +70,16 @@ describe('capture outputs with framed lines (capturedLines)', () => {
     assert.equal(lines.text.split('\n').filter((l) => l.startsWith('{"checkpoint"')).length, 2);
   });
 
+  it('given as UTF-8 bytes, write exactly the same bytes, and report each batch written', async () => {
+    const objects = await run(connector('object', 2, 0));
+    const calls: (Error | null | undefined)[] = [];
+    const bytes = await run(connector('bytes', 2, 0, (err) => calls.push(err)));
+    assert.equal(bytes.error, undefined);
+    assert.equal(bytes.text, objects.text);
+    assert.equal(calls.length, 3);
+    assert.ok(calls.every((e) => e === undefined || e === null));
+  });
+
   it('count their documents toward the next checkpoint (the warning about discarded documents names them)', async () => {
     const objects = await run(connector('object', 2, 3));
     const lines = await run(connector('lines', 2, 3));
@@ -77,7 +93,10 @@ describe('capture outputs with framed lines (capturedLines)', () => {
     assert.deepEqual(checkCapturedLines({ capturedLines: { documents: 0, lines: '' } }), { documents: 0, lines: '' });
     const bad: [unknown, RegExp][] = [
       [{ documents: 1.5, lines: '{"captured":{"doc":{}}}\n' }, /documents: <integer ≥ 0>/],
-      [{ documents: 1, lines: new Uint8Array(3) }, /lines: <string>/],
+      [{ documents: 1, lines: 12 }, /lines: <string or Uint8Array>/],
+      [{ documents: 1, lines: new Uint8Array(3) }, /complete "captured" lines/],
+      [{ documents: 1, lines: Buffer.from('{"captured":{"doc":{}}}') }, /complete "captured" lines/],
+      [{ documents: 1, lines: Buffer.from('{"captured":{"doc":{}}}\n'), written: 'yes' }, /written\?: <function>/],
       [{ documents: 1, lines: '{"captured":{"doc":{}}}' }, /complete "captured" lines/],
       [{ documents: 1, lines: '{"checkpoint":{}}\n' }, /complete "captured" lines/],
       [{ documents: 0, lines: '{"captured":{"doc":{}}}\n' }, /0 complete "captured" lines/],

@@ -112,14 +112,30 @@ export function checkCapturedLines(output: CaptureOutput): CapturedLines | null 
   const c = output.capturedLines as Partial<CapturedLines> | null;
   const documents = c?.documents;
   const lines = c?.lines;
-  if (typeof lines !== 'string' || typeof documents !== 'number' || !Number.isInteger(documents) || documents < 0) {
-    throw new ProtocolError('capturedLines must be { documents: <integer ≥ 0>, lines: <string> }');
+  const written = c?.written;
+  if ((typeof lines !== 'string' && !(lines instanceof Uint8Array)) || typeof documents !== 'number' || !Number.isInteger(documents) || documents < 0 || (written !== undefined && typeof written !== 'function')) {
+    throw new ProtocolError('capturedLines must be { documents: <integer ≥ 0>, lines: <string or Uint8Array>, written?: <function> }');
   }
-  const framed = documents === 0 ? lines === '' : lines.startsWith('{"captured":{') && lines.endsWith('}\n');
+  const framed = documents === 0 ? lines.length === 0 : startsWithCaptured(lines) && endsWithObjectLine(lines);
   if (!framed) {
-    throw new ProtocolError(`capturedLines must hold ${documents} complete "captured" lines (each {"captured":{…}} and a newline), got ${JSON.stringify(lines.slice(0, 60))}`);
+    const head = typeof lines === 'string' ? lines.slice(0, 60) : Buffer.from(lines.buffer, lines.byteOffset, Math.min(lines.length, 60)).toString('utf8');
+    throw new ProtocolError(`capturedLines must hold ${documents} complete "captured" lines (each {"captured":{…}} and a newline), got ${JSON.stringify(head)}`);
   }
-  return { documents, lines };
+  return written === undefined ? { documents, lines } : { documents, lines, written };
+}
+
+const CAPTURED_OPEN = '{"captured":{';
+
+function startsWithCaptured(lines: string | Uint8Array): boolean {
+  if (typeof lines === 'string') return lines.startsWith(CAPTURED_OPEN);
+  if (lines.length < CAPTURED_OPEN.length) return false;
+  for (let i = 0; i < CAPTURED_OPEN.length; i++) if (lines[i] !== CAPTURED_OPEN.charCodeAt(i)) return false;
+  return true;
+}
+
+function endsWithObjectLine(lines: string | Uint8Array): boolean {
+  if (typeof lines === 'string') return lines.endsWith('}\n');
+  return lines.length >= 2 && lines[lines.length - 2] === 0x7d && lines[lines.length - 1] === 0x0a;
 }
 
 /** Validates one connector output and returns the exact line to write. */
@@ -308,7 +324,9 @@ async function runSession<Config, Resource>(
       const line = json === null && framed === null ? encodeCaptureOutput(result.value, count) : null;
       if (framed !== null) {
         documentsSinceCheckpoint += framed.documents;
-        written = io.writer.writeDocumentLine(framed.lines);
+        written = typeof framed.lines === 'string'
+          ? io.writer.writeDocumentLine(framed.lines)
+          : io.writer.writeDocumentBytes(framed.lines, framed.written);
       } else if (line === null) {
         documentsSinceCheckpoint++;
         written = io.writer.writeDocumentLine(json as string);

@@ -84,10 +84,20 @@ export interface CapturedJson { binding?: number; docJson: string }
 /**
  * A batch of `captured` lines the connector framed itself (e.g. in a worker thread): `documents` lines,
  * each exactly what `{ captured: { binding, doc } }` would be written as and ending in `\n`. The runtime
- * appends the text to its coalescing buffer as it is (with backpressure) and counts `documents` toward
- * the next checkpoint; it checks only the framing of the first and last line.
+ * appends text to its coalescing buffer as it is, and writes bytes to the stream as they are after that
+ * buffer (both with backpressure), and counts `documents` toward the next checkpoint; it checks only the
+ * framing of the first and last line.
  */
-export interface CapturedLines { documents: number; lines: string }
+export interface CapturedLines {
+  documents: number;
+  /** The lines as text, or as UTF-8 bytes (e.g. a buffer a worker thread filled and transferred). */
+  lines: string | Uint8Array;
+  /**
+   * For bytes: called once the output stream has taken them (with the error if it failed), after which
+   * the connector may reuse the buffer (e.g. transfer it back to the thread that fills it).
+   */
+  written?: (err?: Error | null) => void;
+}
 
 /** What a capture session yields; each is written as one protocol line, in order, with backpressure. */
 export type CaptureOutput =

@@ -360,6 +360,40 @@ export class MessageWriter {
     return this.blocked ?? RESOLVED;
   }
 
+  /**
+   * Writes already-framed document lines given as UTF-8 bytes (ending with `\n`), after any buffered
+   * documents. The stream keeps the bytes until it has written them: `written` is called then (with the
+   * error if the write failed), and only after that may the caller reuse the buffer.
+   */
+  writeDocumentBytes(bytes: Uint8Array, written?: (err?: Error | null) => void): Promise<void> {
+    const refuse = this.failure ?? (this.stream.destroyed || this.stream.writableEnded ? new ProtocolError('output is closed: cannot write another message') : null);
+    if (refuse) {
+      written?.(refuse);
+      return Promise.reject(refuse);
+    }
+    if (this.buffer !== '') this.writeLine('').catch(() => undefined);
+    if (bytes.length === 0) {
+      written?.(null);
+      return this.blocked ?? RESOLVED;
+    }
+    const ok = written === undefined ? this.stream.write(bytes) : this.stream.write(bytes, written);
+    if (!ok && this.blocked === null) this.block();
+    return this.blocked ?? RESOLVED;
+  }
+
+  private block(): void {
+    this.blocked = new Promise<void>((resolve, reject) => {
+      this.rejectBlocked = reject;
+      this.stream.once('drain', () => {
+        this.blocked = null;
+        this.rejectBlocked = null;
+        resolve();
+      });
+    });
+    // A rejection nobody awaits must not crash the process; writers see it on their next write.
+    this.blocked.catch(() => undefined);
+  }
+
   private readonly flushSoon = (): void => {
     this.flushScheduled = false;
     if (this.buffer !== '' && !this.failure && !this.stream.destroyed && !this.stream.writableEnded) {
@@ -379,18 +413,7 @@ export class MessageWriter {
       this.buffer = '';
     }
     if (chunk === '') return this.blocked ?? RESOLVED;
-    if (!this.stream.write(chunk) && this.blocked === null) {
-      this.blocked = new Promise<void>((resolve, reject) => {
-        this.rejectBlocked = reject;
-        this.stream.once('drain', () => {
-          this.blocked = null;
-          this.rejectBlocked = null;
-          resolve();
-        });
-      });
-      // A rejection nobody awaits must not crash the process; writers see it on their next write.
-      this.blocked.catch(() => undefined);
-    }
+    if (!this.stream.write(chunk) && this.blocked === null) this.block();
     return this.blocked ?? RESOLVED;
   }
 
