@@ -7,6 +7,8 @@ import { ConfigError, DecodeError } from './errors.ts';
 
 export const DEFAULT_SAMPLE_BYTES = 64 * 1024;
 
+const EMPTY = new Uint8Array(0);
+
 // iconv-lite is only the fallback for labels this Node's ICU lacks: load it on first use.
 type Iconv = { encodingExists(name: string): boolean; getDecoder(name: string): { write(b: Buffer): string; end(): string | undefined } };
 let iconvModule: Iconv | null = null;
@@ -205,37 +207,65 @@ export class CharsetDecoder {
   }
 
   push(chunk: Uint8Array): string {
-    if (chunk.length === 0) return '';
-    if (!this.#decided) {
-      this.#sample.push(chunk);
-      this.#sampleLength += chunk.length;
-      if (this.#sampleLength < this.#sampleBytes) return '';
-      return this.#decide(false);
-    }
-    return this.#decode(chunk, false);
+    return this.#push(chunk, false) as string;
   }
 
   end(): string {
-    if (!this.#decided) return this.#decide(true);
-    return this.#decode(new Uint8Array(0), true);
+    return this.#end(false) as string;
   }
 
-  #decide(final: boolean): string {
+  /**
+   * As push, but the text comes as UTF-8 bytes: for UTF-8 sources the input itself once validated (a view
+   * of `chunk` or of a copy; read it before the next call), for other encodings the decoded text re-encoded.
+   * A decoder may switch from push to pushBytes between calls.
+   */
+  pushBytes(chunk: Uint8Array): Uint8Array {
+    return this.#push(chunk, true) as Uint8Array;
+  }
+
+  endBytes(): Uint8Array {
+    return this.#end(true) as Uint8Array;
+  }
+
+  #push(chunk: Uint8Array, bytes: boolean): string | Uint8Array {
+    if (chunk.length === 0) return bytes ? EMPTY : '';
+    if (!this.#decided) {
+      this.#sample.push(chunk);
+      this.#sampleLength += chunk.length;
+      if (this.#sampleLength < this.#sampleBytes) return bytes ? EMPTY : '';
+      return this.#decide(false, bytes);
+    }
+    return this.#decode(chunk, false, bytes);
+  }
+
+  #end(bytes: boolean): string | Uint8Array {
+    if (!this.#decided) return this.#decide(true, bytes);
+    return this.#decode(EMPTY, true, bytes);
+  }
+
+  #decide(final: boolean, bytes: boolean): string | Uint8Array {
     const sample = Buffer.concat(this.#sample);
     this.#sample = [];
     this.#decided = true;
     this.#encoding = bomEncoding(sample) ?? (sample.length === 0 ? 'utf-8' : detectEncoding(sample, final));
-    return this.#decode(sample, final);
+    return this.#decode(sample, final, bytes);
   }
 
-  #decode(chunk: Uint8Array, final: boolean): string {
+  #decode(chunk: Uint8Array, final: boolean, bytes: boolean): string | Uint8Array {
+    if (!bytes) return this.#decodeText(chunk, final);
+    if (this.#encoding === 'utf-8') return this.#decodeText(chunk, final, true);
+    const text = this.#decodeText(chunk, final) as string;
+    return text.length === 0 ? EMPTY : Buffer.from(text, 'utf8');
+  }
+
+  #decodeText(chunk: Uint8Array, final: boolean, utf8Bytes = false): string | Uint8Array {
     const encoding = this.#encoding as string;
     if (this.#atStart) {
       let data = this.#carry.length ? Buffer.concat([this.#carry, chunk]) : chunk;
       // Wait for enough bytes to recognise a BOM.
       if (data.length < 3 && !final && (data.length === 0 || data[0] === 0xef || data[0] === 0xff || data[0] === 0xfe)) {
         this.#carry = Buffer.from(data);
-        return '';
+        return utf8Bytes ? EMPTY : '';
       }
       this.#carry = new Uint8Array(0);
       this.#atStart = false;
@@ -247,7 +277,7 @@ export class CharsetDecoder {
       }
       chunk = data;
     }
-    if (encoding === 'utf-8') return this.#decodeUtf8(chunk, final);
+    if (encoding === 'utf-8') return this.#decodeUtf8(chunk, final, utf8Bytes);
     this.#decoder ??= strictDecoder(encoding);
     let text: string;
     try {
@@ -261,7 +291,7 @@ export class CharsetDecoder {
     return text;
   }
 
-  #decodeUtf8(chunk: Uint8Array, final: boolean): string {
+  #decodeUtf8(chunk: Uint8Array, final: boolean, asBytes: boolean): string | Uint8Array {
     let data = chunk;
     if (this.#carry.length) {
       data = Buffer.concat([this.#carry, chunk]);
@@ -270,16 +300,25 @@ export class CharsetDecoder {
     }
     const cut = final ? data.length : completeUtf8Prefix(data);
     const head = cut === data.length ? data : data.subarray(0, cut);
-    let text: string;
-    try {
-      text = this.#utf8.decode(head);
-    } catch (err) {
-      const at = this.#offset + firstInvalidUtf8(head);
-      throw new DecodeError(`input bytes were not valid for encoding 'utf-8' at byte offset ${at}: set parser.format.config.encoding to the file's real encoding`, { byteOffset: at }, { cause: err });
+    let out: string | Uint8Array;
+    if (asBytes) {
+      if (!isUtf8(head)) throw this.#invalidUtf8(head);
+      out = head;
+    } else {
+      try {
+        out = this.#utf8.decode(head);
+      } catch (err) {
+        throw this.#invalidUtf8(head, err);
+      }
     }
     if (cut < data.length) this.#carry = Buffer.from(data.subarray(cut));
     this.#offset += data.length;
-    return text;
+    return out;
+  }
+
+  #invalidUtf8(head: Uint8Array, cause?: unknown): DecodeError {
+    const at = this.#offset + firstInvalidUtf8(head);
+    return new DecodeError(`input bytes were not valid for encoding 'utf-8' at byte offset ${at}: set parser.format.config.encoding to the file's real encoding`, { byteOffset: at }, cause === undefined ? undefined : { cause });
   }
 
   /** Best-effort source offset of the first invalid byte of `chunk`. */

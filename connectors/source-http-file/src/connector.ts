@@ -305,7 +305,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
         const b = r.value;
         offset = b.offset;
         sinceCheckpoint += b.documents;
-        const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines } }];
+        const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines, written: b.written } }];
         if (!b.failed && sinceCheckpoint >= every) {
           sinceCheckpoint = 0;
           out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: b.position, csv: b.position === null ? null : b.csv }));

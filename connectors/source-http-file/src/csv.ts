@@ -70,6 +70,11 @@ export class CsvTokenizer {
     return this.#bytes;
   }
 
+  /** Where the next push continues: the unconsumed text, its line number, and whether a \r ended the last push. */
+  state(): { rest: string; line: number; pendingCR: boolean } {
+    return { rest: this.#buf, line: this.#line, pendingCR: this.#pendingCR };
+  }
+
   end(): CsvRow[] {
     return this.#parse(true);
   }
@@ -226,7 +231,7 @@ function countLines(run: string, crlf: boolean, T: number): number {
   return count;
 }
 
-function tooLong(line: number): DecodeError {
+export function tooLong(line: number): DecodeError {
   return new DecodeError(`CSV row starting at line ${line} is longer than ${MAX_ROW_CHARS} characters: check the quote and line ending settings`, { line });
 }
 
@@ -294,6 +299,18 @@ export interface CsvResume {
   quote: string;
   escape: string;
   lineEnding: string;
+}
+
+/** See CsvRecordParser.handOff. */
+export interface CsvHandOff extends ReturnType<CsvTokenizer['state']> {
+  dialect: CsvDialect;
+  headers: string[];
+  /** JSON prefixes of the columns (record.ts columnPrefixes). */
+  prefixes: string[];
+  /** UTF-8 bytes of text the tokenizer consumed (row byte offsets in errors count from its start). */
+  textBytes: number;
+  /** Bytes of the lines skipped by skipLines before the tokenizer's text. */
+  skippedBytes: number;
 }
 
 export interface CsvRecordOptions {
@@ -403,6 +420,18 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
     if (this.dialect === null || this.#headers === null) return null;
     const d = this.dialect;
     return { headers: [...this.#headers], delimiter: d.delimiter, quote: d.quote, escape: d.escape, lineEnding: d.lineEnding === 'crlf' ? '\r\n' : d.lineEnding };
+  }
+
+  /**
+   * Once the dialect and headers are known, without errorThreshold or a pending error, and the headers
+   * allow JSON text: everything another tokenizer needs to continue exactly where this one stopped
+   * (csv-bytes.ts). Null before that, or when the file must stay on this parser.
+   */
+  handOff(): CsvHandOff | null {
+    if (this.#tokenizer === null || this.dialect === null || this.#headers === null || this.#threshold > 0 || this.#deferred || !this.#jsonText) return null;
+    const prefixes = columnPrefixes(this.#headers);
+    if (prefixes === null) return null;
+    return { dialect: this.dialect, headers: [...this.#headers], prefixes, textBytes: this.#tokenizer.bytesConsumed, skippedBytes: this.#skippedBytes, ...this.#tokenizer.state() };
   }
 
   #start(complete: boolean): R[] {

@@ -18,6 +18,20 @@ function num(s: string, at: number, count: number): number {
   return v;
 }
 
+function digitBytes(s: Uint8Array, at: number, count: number): boolean {
+  for (let k = at; k < at + count; k++) {
+    const c = s[k] as number;
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+function numBytes(s: Uint8Array, at: number, count: number): number {
+  let v = 0;
+  for (let k = at; k < at + count; k++) v = v * 10 + ((s[k] as number) - 48);
+  return v;
+}
+
 /** Parses a `±HH:MM` offset; returns minutes or null when malformed. */
 export function parseOffset(offset: string): number | null {
   const m = /^([+-])(\d{2}):(\d{2})$/.exec(offset);
@@ -93,6 +107,69 @@ export class DatetimeNormalizer {
       if (nine !== '000000000') fraction = `.${nine.endsWith('000000') ? nine.slice(0, 3) : nine.endsWith('000') ? nine.slice(0, 6) : nine}`;
     }
     return `${s.slice(0, 10)}T${s.slice(timeAt, timeAt + 8)}${fraction}${offset}`;
+  }
+
+  /**
+   * The same rewrite on the UTF-8 bytes src[a, b): when they are a whole timestamp, writes its normalised
+   * form as a JSON string (quoted) into `out` at `o` (room for b − a + 16 bytes needed) and returns the
+   * index after it; otherwise returns −1 and writes nothing. (The pattern is ASCII, so bytes match it
+   * exactly when the string does.)
+   */
+  bytesInto(src: Uint8Array, a: number, b: number, out: Uint8Array, o: number): number {
+    const n = b - a;
+    if (n < 19 || src[a + 4] !== 45 || src[a + 7] !== 45) return -1;
+    if (!digitBytes(src, a, 4) || !digitBytes(src, a + 5, 2) || !digitBytes(src, a + 8, 2)) return -1;
+    let i = a + 10;
+    if (src[i] === 84) i++; // T
+    if (src[i] === 32) i++; // space
+    if (i + 8 > b || src[i + 2] !== 58 || src[i + 5] !== 58 || !digitBytes(src, i, 2) || !digitBytes(src, i + 3, 2) || !digitBytes(src, i + 6, 2)) return -1;
+    const timeAt = i;
+    i += 8;
+    let fracStart = -1;
+    let fracEnd = -1;
+    if (i < b && src[i] === 46) {
+      fracStart = i + 1;
+      let j = fracStart;
+      while (j < b && (src[j] as number) >= 48 && (src[j] as number) <= 57) j++;
+      if (j === fracStart) return -1;
+      fracEnd = j;
+      i = j;
+    }
+    let offset: string;
+    if (i === b) offset = this.#defaultOffset;
+    else {
+      const c = src[i];
+      if ((c === 90 || c === 122) && i + 1 === b) offset = 'Z';
+      else if ((c === 43 || c === 45) && i + 6 === b) {
+        const minutes = parseOffset(String.fromCharCode(...src.subarray(i, b)));
+        if (minutes === null) return -1;
+        offset = formatOffset(minutes);
+      } else return -1;
+    }
+    const month = numBytes(src, a + 5, 2);
+    const day = numBytes(src, a + 8, 2);
+    if (month < 1 || month > 12 || day < 1 || day > daysInMonth(numBytes(src, a, 4), month)) return -1;
+    if (numBytes(src, timeAt, 2) > 23 || numBytes(src, timeAt + 3, 2) > 59 || numBytes(src, timeAt + 6, 2) > 60) return -1;
+    out[o++] = 34; // "
+    for (let k = a; k < a + 10; k++) out[o++] = src[k] as number;
+    out[o++] = 84; // T
+    for (let k = timeAt; k < timeAt + 8; k++) out[o++] = src[k] as number;
+    if (fracStart !== -1) {
+      // Nine digits (truncated or zero-padded); none when zero, else 3, 6 or 9 of them.
+      const len = Math.min(fracEnd - fracStart, 9);
+      let zero = true;
+      for (let k = fracStart; k < fracStart + len; k++) if (src[k] !== 48) { zero = false; break; }
+      if (!zero) {
+        let sig = len;
+        while (sig > 0 && src[fracStart + sig - 1] === 48) sig--;
+        const digits = sig <= 3 ? 3 : sig <= 6 ? 6 : 9;
+        out[o++] = 46; // .
+        for (let k = 0; k < digits; k++) out[o++] = k < len ? src[fracStart + k] as number : 48;
+      }
+    }
+    for (let k = 0; k < offset.length; k++) out[o++] = offset.charCodeAt(k);
+    out[o++] = 34;
+    return o;
   }
 
   /** Rewrites every string inside a JSON value, in place where possible; returns the value. */

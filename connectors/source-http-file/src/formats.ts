@@ -3,11 +3,13 @@
 import type { JsonObject } from '@sluice/runtime';
 import { CharsetDecoder } from './charset.ts';
 import { CsvRecordParser } from './csv.ts';
+import { CsvByteDecoder } from './csv-bytes.ts';
 import type { CsvResume } from './csv.ts';
 import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { JsonRecordParser } from './json.ts';
+import type { LineSink } from './lines.ts';
 import type { DecodedRecord } from './record.ts';
 import type { FormatConfig } from './schema.ts';
 import { W3cRecordParser } from './w3c.ts';
@@ -27,11 +29,15 @@ export interface RecordDecoder {
   resumeConfig?(): CsvResume | null;
 }
 
-/** Calls `end()` until it returns nothing (a deferred error is thrown by a later call). */
-export function* drainEnd<R>(decoder: { end(): R[] }): Generator<R[]> {
+/**
+ * Calls `end()` until it returns nothing (a deferred error is thrown by a later call). `wrote` tells
+ * whether the call wrote lines to a LineSink instead of returning records (csv-bytes.ts): that counts
+ * as a batch too.
+ */
+export function* drainEnd<R>(decoder: { end(): R[] }, wrote: () => boolean = () => false): Generator<R[]> {
   for (let i = 0; i < 3; i++) {
     const batch = decoder.end();
-    if (batch.length === 0) return;
+    if (batch.length === 0 && !wrote()) return;
     yield batch;
   }
 }
@@ -152,6 +158,11 @@ export interface DecoderOptions {
   csvResume?: CsvResume;
   /** CSV records as JSON text where the headers allow it (see record.ts); other formats give objects. */
   jsonText?: boolean;
+  /**
+   * With jsonText and errorThreshold 0, CSV rows after the first chunk are written to this sink as
+   * framed `captured` lines (csv-bytes.ts) instead of being returned.
+   */
+  lines?: LineSink;
 }
 
 /**
@@ -166,8 +177,13 @@ export async function createRecordDecoder(format: ResolvedFormat, options: Decod
       const config = r
         ? { ...format.config, headers: r.headers, delimiter: r.delimiter, quote: r.quote, escape: r.escape, lineEnding: r.lineEnding, skipLines: 0, encoding: 'UTF-8' } as NonNullable<typeof format.config>
         : format.config ?? {};
-      const parser = new CsvRecordParser<DecodedRecord>({ config, datetimes: dt, jsonText: options.jsonText === true, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
-      return new TextDecoderChain(new CharsetDecoder({ encoding: config.encoding ?? null }), parser, null);
+      const charset = new CharsetDecoder({ encoding: config.encoding ?? null });
+      const skipped = options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {};
+      if (options.lines && options.jsonText === true && (config.errorThreshold ?? 0) === 0) {
+        return new CsvByteDecoder({ config, datetimes: dt, sink: options.lines, charset, ...skipped });
+      }
+      const parser = new CsvRecordParser<DecodedRecord>({ config, datetimes: dt, jsonText: options.jsonText === true, ...skipped });
+      return new TextDecoderChain(charset, parser, null);
     }
     case 'json':
       return new TextDecoderChain(new CharsetDecoder({ sampleBytes: 32 }), new JsonRecordParser(), (r) => dt.value(r));

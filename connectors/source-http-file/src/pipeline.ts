@@ -12,6 +12,7 @@ import type { RecordDecoder, ResolvedFormat } from './formats.ts';
 import type { ParserConfig } from './schema.ts';
 import type { CsvResume } from './csv.ts';
 import type { DecodedRecord } from './record.ts';
+import type { LineSink } from './lines.ts';
 
 export interface FileMeta {
   /** Name used for format and compression detection (last path segment of the URL). */
@@ -37,6 +38,11 @@ export interface ParseEvents {
    * capture writes them out as they are. Other formats, and headers the fast path cannot take, give objects.
    */
   jsonText?: boolean;
+  /**
+   * With jsonText: CSV rows may be written to this sink as framed `captured` lines (csv-bytes.ts); a batch
+   * is then yielded for them too (possibly with no records).
+   */
+  lines?: LineSink;
 }
 
 export interface ResumeFrom {
@@ -106,7 +112,7 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   const decoderFor = (member: string | null): Promise<RecordDecoder> => {
     const format = outerFormat ?? resolveFormat(explicitFormat, member ? [...names, member.split('/').pop() ?? member] : names, meta.contentType);
     events.onFormat?.(format, member);
-    return createRecordDecoder(format, { datetimes, jsonText: events.jsonText === true, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}) });
+    return createRecordDecoder(format, { datetimes, jsonText: events.jsonText === true, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}), ...(events.lines ? { lines: events.lines } : {}) });
   };
   const tracker = events.tracker;
   const base = resume?.byteOffset ?? 0;
@@ -120,21 +126,23 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   const untrack = (): void => {
     if (tracker) tracker.position = null;
   };
+  const sink = events.lines;
+  const wrote = (): boolean => sink !== undefined && sink.pending;
   for await (const ev of decompress(rest, compression)) {
     if ('member' in ev) {
       if (decoder) {
-        for (const batch of drainEnd(decoder)) { untrack(); yield batch; }
+        for (const batch of drainEnd(decoder, wrote)) { untrack(); yield batch; }
       }
       decoder = await decoderFor(ev.member);
       continue;
     }
     const records = (decoder as RecordDecoder).push(ev.data);
-    if (records.length) {
+    if (records.length || wrote()) {
       track(decoder as RecordDecoder);
       yield records;
     }
   }
   if (decoder) {
-    for (const batch of drainEnd(decoder)) { untrack(); yield batch; }
+    for (const batch of drainEnd(decoder, wrote)) { untrack(); yield batch; }
   }
 }

@@ -5,7 +5,8 @@
 // after it and the resume position, so the main thread only writes bytes and places checkpoints.
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseFile } from './pipeline.ts';
-import { addMeta, closeJsonRecord } from './record.ts';
+import { minorGcBudget } from './gc.ts';
+import { LineSink } from './lines.ts';
 import type { CsvResume } from './csv.ts';
 import type { MainToWorker, SerializedError, WorkerInit, WorkerToMain } from './parallel.ts';
 import { OUTPUT_WINDOW } from './parallel.ts';
@@ -26,6 +27,7 @@ let credit = OUTPUT_WINDOW;
 let wake: (() => void) | null = null;
 port.on('message', (m: MainToWorker) => {
   if (m.t === 'chunk') chunks.push(m.data);
+  else if (m.t === 'recycle') sink.recycle(m.buffer);
   else if (m.t === 'end') ended = true;
   else if (m.t === 'bodyFailed') bodyFailed = true;
   else credit++;
@@ -35,11 +37,15 @@ port.on('message', (m: MainToWorker) => {
 });
 const sleep = (): Promise<void> => new Promise((resolve) => { wake = resolve; });
 
+/** Dead input and decompressed buffers are freed by collections this thread rarely triggers itself (gc.ts). */
+const handled = minorGcBudget();
+
 async function* input(): AsyncGenerator<Uint8Array> {
   while (true) {
     const c = chunks.shift();
     if (c !== undefined) {
       post({ t: 'ack' });
+
       yield c;
       continue;
     }
@@ -62,17 +68,16 @@ function serialize(err: unknown): SerializedError {
   return out;
 }
 
-const docOpen = init.binding === 0 ? '{"captured":{"doc":' : `{"captured":{"binding":${init.binding},"doc":`;
-const metaPrefix = `{"file":${JSON.stringify(init.file)},"offset":`;
-let offset = init.startOffset;
+// Lines go into reusable buffers that are transferred to the main thread and come back once written.
+const sink = new LineSink(init.binding, init.file, init.startOffset, init.resumeFrom);
 
-/**
- * Hands a batch's lines over as a string: it is copied into the main thread's heap, where it dies young.
- * (Transferred UTF-8 buffers were measured slower and bigger: the main thread allocates little, so its
- * GC ran rarely and the dead external buffers piled up.)
- */
-function sendBatch(lines: string, documents: number, position: number | null, csv: CsvResume | null, failed = false): void {
-  post({ t: 'batch', lines, documents, offset, position, csv, failed });
+/** Hands the lines written since the last batch over (their buffer is transferred, not copied). */
+function sendBatch(position: number | null, csv: CsvResume | null, failed = false): void {
+  const taken = sink.take();
+  if (taken === null) return;
+  // The lines are about twice the decompressed input this batch consumed (and freed).
+  handled(taken.bytes.length);
+  post({ t: 'batch', lines: taken.bytes, documents: taken.documents, offset: sink.offset, position, csv, failed }, [taken.bytes.buffer as ArrayBuffer]);
   credit--;
 }
 
@@ -80,39 +85,25 @@ async function run(): Promise<void> {
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
   for await (const batch of parseFile(input(), init.meta, init.parser, {
     jsonText: true,
+    lines: sink,
     tracker,
     onCompression: (c, by) => post({ t: 'log', message: `compression: ${c} (by ${by})` }),
     onFormat: (f, member) => post({ t: 'log', message: `format: ${f.type}${member ? ` (zip member ${member})` : ''}` }),
     onSkippedRow: (err) => post({ t: 'skipped', error: serialize(err) }),
   }, init.resume)) {
-    let text = '';
-    let documents = 0;
     try {
-      for (const record of batch) {
-        if (offset < init.resumeFrom) { offset++; continue; }
-        if (typeof record === 'string') {
-          // The line encodeCapturedJson writes for `{ captured: { binding, docJson } }`.
-          text += `${docOpen}${closeJsonRecord(record, `${metaPrefix}${offset}}`)}}}\n`;
-          offset++;
-          documents++;
-          continue;
-        }
-        addMeta(record, init.file, offset);
-        offset++;
-        documents++;
-        // The line the runtime writes for `{ captured: { binding, doc } }`.
-        text += `${docOpen}${JSON.stringify(record)}}}\n`;
-      }
+      for (const record of batch) sink.appendRecord(record);
     } catch (err) {
       // The documents before the failure still go out first, as on the single-thread path.
-      if (documents) sendBatch(text, documents, tracker.position, tracker.position === null ? null : tracker.csv, true);
+      sendBatch(tracker.position, tracker.position === null ? null : tracker.csv, true);
       throw err;
     }
     // A batch of only skipped records (resume by re-reading) gives nothing, as on the single-thread path.
-    if (documents) sendBatch(text, documents, tracker.position, tracker.position === null ? null : tracker.csv);
+    sendBatch(tracker.position, tracker.position === null ? null : tracker.csv);
     while (credit <= 0) await sleep();
   }
-  post({ t: 'done', offset });
+  post({ t: 'log', message: `parser thread: ${sink.allocated} line buffers allocated` });
+  post({ t: 'done', offset: sink.offset });
 }
 
 run().catch((err: unknown) => post(err === BODY_FAILED || (err instanceof Error && err.cause === BODY_FAILED) ? { t: 'bodyError' } : { t: 'error', error: serialize(err) }));
