@@ -117,7 +117,10 @@ export function decodeStore(request: Envelope, bindingCount: number): DecodedSto
   if (body.doc !== undefined) {
     if (!isPlainObject(body.doc)) throw new ProtocolError(`${what}: doc must be a JSON object`);
     out.doc = body.doc;
-    if (request.text !== undefined) {
+    // The fast path (scanEnvelope) already sliced the document's text out; otherwise find it in the line.
+    if (request.raw?.member === 'doc') {
+      out.docJson = request.raw.text;
+    } else if (request.text !== undefined) {
       const raw = rawBodyMemberText(request.text, 'store', 'doc');
       if (raw !== undefined) out.docJson = raw;
     }
@@ -240,13 +243,13 @@ async function runSession<Config, Resource>(
     range: req.range ?? {}, version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {},
   });
   const failure = new Tripwire();
+  let loads: AsyncQueue<DecodedLoad> | null = null;
+  let stores: AsyncQueue<DecodedStore> | null = null;
   try {
     await io.writer.write({ opened: encodeOpened(opened) });
     let phase: Phase = 'awaitingAcknowledge';
-    let loads: AsyncQueue<DecodedLoad> | null = null;
     let loading: Promise<void> | null = null;
     let loadsOpen = false;
-    let stores: AsyncQueue<DecodedStore> | null = null;
     let storing: Promise<void> | null = null;
     let transactions = 0;
 
@@ -328,6 +331,15 @@ async function runSession<Config, Resource>(
       }
     }
   } finally {
+    // A transaction cut short (stop, error): what is still queued must never reach the destination, and
+    // the transactor's iterators end now (with an error) rather than keep yielding while it is closed.
+    const ended = new ProtocolError('the session ended before this transaction was committed');
+    for (const queue of [loads as AsyncQueue<unknown> | null, stores as AsyncQueue<unknown> | null]) {
+      if (queue !== null && !queue.isEnded) {
+        queue.abandon();
+        queue.fail(ended);
+      }
+    }
     await closeTransactor(transactor, io);
   }
 }
