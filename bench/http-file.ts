@@ -40,8 +40,16 @@ if (process.argv[2] === '--in-process-child') {
     if ('captured' in out) docs++;
     // Lines framed by the parser thread, and pre-serialised documents, go out as the runtime writes them.
     if ('capturedLines' in out) {
-      docs += out.capturedLines.documents;
-      buf += out.capturedLines.lines;
+      const c = out.capturedLines;
+      docs += c.documents;
+      if (typeof c.lines === 'string') buf += c.lines;
+      else {
+        // Bytes (the parser thread's buffers): written as they are, then handed back for reuse.
+        writeSync(1, buf);
+        buf = '';
+        writeSync(1, c.lines);
+        c.written?.(null);
+      }
     } else buf += 'captured' in out && 'docJson' in out.captured ? `{"captured":{"doc":${out.captured.docJson}}}\n` : `${JSON.stringify(out)}\n`;
     if (buf.length > 65536) { writeSync(1, buf); buf = ''; }
   }

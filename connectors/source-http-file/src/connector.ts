@@ -11,7 +11,7 @@ import type {
 import { ConfigError, DecodeError } from './errors.ts';
 import { HttpClient, redactUrl } from './http.ts';
 import type { FileInfo, HttpClientOptions } from './http.ts';
-import { parseInWorker, useWorker } from './parallel.ts';
+import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
@@ -316,6 +316,8 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       await batches.return(offset);
     }
   } else {
+  // A thread started in advance for a big file is not needed for this one.
+  releasePrestartedThread();
   // `_meta` of a document given as JSON text (CSV fast path): this prefix, the offset, `}`.
   const metaPrefix = `{"file":${JSON.stringify(file)},"offset":`;
   for await (const batch of parseFile(replay, meta, config.parser, {

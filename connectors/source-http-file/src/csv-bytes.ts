@@ -61,6 +61,10 @@ export class CsvByteDecoder implements RecordDecoder {
   #crlf = false;
   #term = -1;
   #prefixes: Uint8Array[] = [];
+  /** 1 for the bytes that end an unquoted value's plain run: the delimiter, terminators, bytes to escape. */
+  #stop = new Uint8Array(256);
+  /** Bytes a row may need beyond 6 per input byte: the line's fixed parts and every column prefix. */
+  #rowSlack = 0;
   #resume: CsvResume | null = null;
   /** Unconsumed bytes (at most one incomplete row). */
   #carry: Uint8Array = new Uint8Array(0);
@@ -142,6 +146,13 @@ export class CsvByteDecoder implements RecordDecoder {
     this.#crlf = d.lineEnding === 'crlf' || d.lineEnding === '\r\n';
     this.#term = this.#crlf ? -1 : d.lineEnding.charCodeAt(0);
     this.#prefixes = h.prefixes.map((p) => Buffer.from(p, 'utf8'));
+    this.#rowSlack = this.#sink.docOpen.length + this.#sink.metaOpen.length + 64 + this.#prefixes.reduce((n, p) => n + p.length, 0);
+    this.#stop = Uint8Array.from(NEEDS_ESCAPE);
+    this.#stop[this.#delim] = 1;
+    if (this.#crlf) {
+      this.#stop[LF] = 1;
+      this.#stop[CR] = 1;
+    } else this.#stop[this.#term] = 1;
     this.#resume = start.resumeConfig();
     this.#carry = Buffer.from(h.rest, 'utf8');
     this.#line = h.line;
@@ -164,6 +175,7 @@ export class CsvByteDecoder implements RecordDecoder {
     const T = this.#term;
     const prefixes = this.#prefixes;
     const width = prefixes.length;
+    const stop = this.#stop;
     let pos = 0;
     let line = this.#line;
     if (this.#pendingCR && n > 0) {
@@ -192,13 +204,14 @@ export class CsvByteDecoder implements RecordDecoder {
         }
         const write = sink.offset >= sink.resumeFrom;
         const rowOut = sink.len;
-        if (write) sink.put(sink.docOpen);
+        if (write) {
+          // Room for the whole row at its worst (every byte escaped as \u00XX), so fields need no checks.
+          sink.ensure(6 * (n - rowStart) + this.#rowSlack);
+          sink.put(sink.docOpen);
+        }
         let fields = 0;
         while (true) {
           // One field starting at pos.
-          let src: Uint8Array = s;
-          let a = pos;
-          let b: number;
           if (pos < n && s[pos] === Q) {
             let i = pos + 1;
             let closed = false;
@@ -261,9 +274,31 @@ export class CsvByteDecoder implements RecordDecoder {
               len += j - i;
             }
             pos = j;
-            src = scratch;
-            a = 0;
-            b = len;
+            if (write && fields < width) this.#value(prefixes[fields] as Uint8Array, scratch, 0, len);
+          } else if (write && fields < width) {
+            // Unquoted: copied and escaped in the same pass that finds its end.
+            const out = sink.buf;
+            let o = sink.len;
+            const prefix = prefixes[fields] as Uint8Array;
+            for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
+            const valueAt = o;
+            out[o++] = QUOTE;
+            let j = pos;
+            while (j < n) {
+              const c = s[j] as number;
+              if (stop[c] === 0) {
+                out[o++] = c;
+                j++;
+                continue;
+              }
+              if (c === D || (crlf ? c === LF || c === CR : c === T)) break;
+              const e = ESCAPES[c] as Uint8Array;
+              for (let k = 0; k < e.length; k++) out[o++] = e[k] as number;
+              j++;
+            }
+            o = this.#finishValue(s, pos, j, out, valueAt, o);
+            sink.len = o;
+            pos = j;
           } else {
             let j = pos;
             while (j < n) {
@@ -271,11 +306,7 @@ export class CsvByteDecoder implements RecordDecoder {
               if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
               j++;
             }
-            b = j;
             pos = j;
-          }
-          if (fields < width) {
-            if (write) this.#value(prefixes[fields] as Uint8Array, src, a, b);
           }
           fields++;
           if (pos >= n) {
@@ -334,29 +365,33 @@ export class CsvByteDecoder implements RecordDecoder {
     return next;
   }
 
-  /** Writes `prefix` and the JSON of the value in src[a, b): null, a normalised timestamp, or the escaped string. */
-  #value(prefix: Uint8Array, src: Uint8Array, a: number, b: number): void {
-    const sink = this.#sink;
+  /**
+   * The value copied to out[valueAt, o) as `"` and its escaped bytes (from src[a, b)) becomes its JSON:
+   * `null` for '', NULL, null and nil, a normalised timestamp, or the string with its closing quote.
+   * Returns the index after it.
+   */
+  #finishValue(src: Uint8Array, a: number, b: number, out: Uint8Array, valueAt: number, o: number): number {
     const len = b - a;
-    sink.ensure(prefix.length + 6 * len + 48);
-    const out = sink.buf;
-    let o = sink.len;
-    // Short copies by hand: TypedArray.set costs more than a loop for a few bytes.
-    for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
     if (len === 0 || (len === 4 && ((src[a] === 0x4e && src[a + 1] === 0x55 && src[a + 2] === 0x4c && src[a + 3] === 0x4c) || (src[a] === 0x6e && src[a + 1] === 0x75 && src[a + 2] === 0x6c && src[a + 3] === 0x6c))) || (len === 3 && src[a] === 0x6e && src[a + 1] === 0x69 && src[a + 2] === 0x6c)) {
-      // '', NULL, null, nil
-      out[o] = 0x6e; out[o + 1] = 0x75; out[o + 2] = 0x6c; out[o + 3] = 0x6c;
-      sink.len = o + 4;
-      return;
+      out[valueAt] = 0x6e; out[valueAt + 1] = 0x75; out[valueAt + 2] = 0x6c; out[valueAt + 3] = 0x6c;
+      return valueAt + 4;
     }
     if (len >= 19 && src[a + 4] === 0x2d && src[a + 7] === 0x2d) {
-      // A timestamp is written normalised (already quoted; nothing in it needs escaping).
-      const end = this.#dt.bytesInto(src, a, b, out, o);
-      if (end !== -1) {
-        sink.len = end;
-        return;
-      }
+      // A timestamp is written normalised (quoted; nothing in it needs escaping) over the copy.
+      const end = this.#dt.bytesInto(src, a, b, out, valueAt);
+      if (end !== -1) return end;
     }
+    out[o] = QUOTE;
+    return o + 1;
+  }
+
+  /** Writes `prefix` and the JSON of the value in src[a, b) (a quoted field, unescaped). Room was made for the row. */
+  #value(prefix: Uint8Array, src: Uint8Array, a: number, b: number): void {
+    const sink = this.#sink;
+    const out = sink.buf;
+    let o = sink.len;
+    for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
+    const valueAt = o;
     out[o++] = QUOTE;
     for (let i = a; i < b; i++) {
       const c = src[i] as number;
@@ -367,7 +402,6 @@ export class CsvByteDecoder implements RecordDecoder {
         for (let k = 0; k < e.length; k++) out[o++] = e[k] as number;
       }
     }
-    out[o++] = QUOTE;
-    sink.len = o;
+    sink.len = this.#finishValue(src, a, b, out, valueAt, o);
   }
 }

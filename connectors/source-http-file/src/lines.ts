@@ -8,7 +8,7 @@ import { addMeta, closeJsonRecord } from './record.ts';
 import type { DecodedRecord } from './record.ts';
 
 /** Initial size of an output buffer; a batch that needs more grows it. */
-export const LINE_BUFFER_BYTES = 256 * 1024;
+export const LINE_BUFFER_BYTES = 512 * 1024;
 /** Returned buffers kept for reuse. */
 const POOL_LIMIT = 8;
 

@@ -63,7 +63,7 @@ export interface WorkerBatch {
 }
 
 /** `bodyFailed`: the body broke after the chunks already sent (the worker's input throws there, as the body would). */
-export type MainToWorker = { t: 'chunk'; data: Uint8Array } | { t: 'end' } | { t: 'bodyFailed' } | { t: 'credit' } | { t: 'recycle'; buffer: ArrayBuffer };
+export type MainToWorker = { t: 'init'; init: WorkerInit } | { t: 'chunk'; data: Uint8Array } | { t: 'end' } | { t: 'bodyFailed' } | { t: 'credit' } | { t: 'recycle'; buffer: ArrayBuffer };
 
 /** A batch as parseInWorker yields it: call `written` once its lines are written, so the worker reuses their buffer. */
 export interface ParsedBatch extends WorkerBatch {
@@ -124,13 +124,48 @@ export interface ParallelEvents {
  * Parses `body` in a worker thread; yields its batches in order. Throws the worker's error (same class
  * and message as the single-thread path), the body's error (HTTP), or an error naming how the worker died.
  */
-export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: WorkerInit, events: ParallelEvents, signal?: AbortSignal): AsyncGenerator<ParsedBatch, number> {
+/** Starts a parser thread: it loads its modules and waits for `init` (workerData null). */
+function startWorker(): Worker {
   // A plain-JS bootstrap turns on the module compile cache the main thread uses (the bin enables it)
   // before worker.ts loads: cached modules skip the TypeScript stripper, which otherwise costs every
   // new thread ~23 MB of RSS (measured: 51 → 28 MB for the parser modules).
   const boot = `const m = require('node:module'); const dir = ${JSON.stringify(getCompileCacheDir() ?? null)}; if (dir) m.enableCompileCache(dir); import(${JSON.stringify(WORKER_URL)});`;
-  const worker = new Worker(boot, { eval: true, workerData: init, resourceLimits: WORKER_RESOURCE_LIMITS, stdout: false, stderr: false });
+  const worker = new Worker(boot, { eval: true, workerData: null, resourceLimits: WORKER_RESOURCE_LIMITS, stdout: false, stderr: false });
   live++;
+  worker.once('exit', () => { live--; });
+  return worker;
+}
+
+let prestarted: Worker | null = null;
+
+/**
+ * Starts a parser thread now, for the next parseInWorker to take: a thread takes ~0.1 s to start (a new
+ * isolate, Node's bootstrap, the parser modules), which then overlaps the caller's own start-up. The
+ * bin calls this when it starts; the thread idles unreferenced (it keeps no process alive) and is
+ * terminated if a capture parses on the main thread instead (small files) or never runs.
+ */
+export function prestartParserThread(): void {
+  if (prestarted !== null) return;
+  prestarted = startWorker();
+  prestarted.unref();
+  // An idle thread that fails (e.g. cannot load) is dropped; parseInWorker then starts another.
+  const failed = prestarted;
+  failed.once('error', () => { if (prestarted === failed) prestarted = null; });
+  failed.once('exit', () => { if (prestarted === failed) prestarted = null; });
+}
+
+/** Terminates a prestarted thread nobody took. */
+export function releasePrestartedThread(): void {
+  const w = prestarted;
+  prestarted = null;
+  void w?.terminate();
+}
+
+export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: WorkerInit, events: ParallelEvents, signal?: AbortSignal): AsyncGenerator<ParsedBatch, number> {
+  const worker = prestarted ?? startWorker();
+  prestarted = null;
+  worker.ref();
+  worker.postMessage({ t: 'init', init } satisfies MainToWorker);
   const inbox: WorkerToMain[] = [];
   let failure: { error: unknown } | null = null;
   let bodyError: { error: unknown } | null = null;
@@ -168,7 +203,6 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
       : err);
   });
   worker.on('exit', (code) => {
-    live--;
     if (!finished) fail(new Error(`the parser thread exited unexpectedly (exit code ${code})`));
   });
   const onAbort = (): void => {

@@ -1,8 +1,10 @@
 // The parser thread of the parallel capture (parallel.ts): raw body chunks in, framed `captured` lines out.
-// It runs exactly what the single-thread path runs — parseFile (decompress → charset → parser → JSON
-// text) and the connector's per-record loop (resume skip, `_meta`, offsets) — and hands each parsed batch
-// back as the text of its protocol lines, with the record count, the offset
-// after it and the resume position, so the main thread only writes bytes and places checkpoints.
+// It runs exactly what the single-thread path runs — parseFile (decompress → charset → parser) and the
+// connector's per-record loop (resume skip, `_meta`, offsets) — and writes the lines into reusable
+// buffers (lines.ts; CSV rows go there straight from bytes, csv-bytes.ts), handed back as batches with the
+// record count, the offset after them and the resume position, so the main thread only writes bytes and
+// places checkpoints. A thread may be started before its file is known (prestartParserThread): it then
+// loads its modules and waits for the `init` message.
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseFile } from './pipeline.ts';
 import { minorGcBudget } from './gc.ts';
@@ -13,7 +15,9 @@ import { OUTPUT_WINDOW } from './parallel.ts';
 
 const port = parentPort;
 if (!port) throw new Error('source-http-file/src/worker.ts runs only as a worker thread');
-const init = workerData as WorkerInit;
+
+/** A batch is sent once its lines reach this size, or sooner when the input runs dry (or at the end). */
+export const BATCH_BYTES = 192 * 1024;
 
 const post = (m: WorkerToMain, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
 
@@ -25,9 +29,11 @@ let bodyFailed = false;
 const BODY_FAILED = new Error('the HTTP body failed (see the main thread)');
 let credit = OUTPUT_WINDOW;
 let wake: (() => void) | null = null;
+let sink: LineSink | null = null;
 port.on('message', (m: MainToWorker) => {
   if (m.t === 'chunk') chunks.push(m.data);
-  else if (m.t === 'recycle') sink.recycle(m.buffer);
+  else if (m.t === 'recycle') sink?.recycle(m.buffer);
+  else if (m.t === 'init') start(m.init);
   else if (m.t === 'end') ended = true;
   else if (m.t === 'bodyFailed') bodyFailed = true;
   else credit++;
@@ -68,42 +74,52 @@ function serialize(err: unknown): SerializedError {
   return out;
 }
 
-// Lines go into reusable buffers that are transferred to the main thread and come back once written.
-const sink = new LineSink(init.binding, init.file, init.startOffset, init.resumeFrom);
-
 /** Hands the lines written since the last batch over (their buffer is transferred, not copied). */
-function sendBatch(position: number | null, csv: CsvResume | null, failed = false): void {
-  const taken = sink.take();
+function sendBatch(lines: LineSink, position: number | null, csv: CsvResume | null, failed = false): void {
+  const taken = lines.take();
   if (taken === null) return;
   // The lines are about twice the decompressed input this batch consumed (and freed).
   handled(taken.bytes.length);
-  post({ t: 'batch', lines: taken.bytes, documents: taken.documents, offset: sink.offset, position, csv, failed }, [taken.bytes.buffer as ArrayBuffer]);
+  post({ t: 'batch', lines: taken.bytes, documents: taken.documents, offset: lines.offset, position, csv, failed }, [taken.bytes.buffer as ArrayBuffer]);
   credit--;
 }
 
-async function run(): Promise<void> {
+async function run(init: WorkerInit, lines: LineSink): Promise<void> {
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
   for await (const batch of parseFile(input(), init.meta, init.parser, {
     jsonText: true,
-    lines: sink,
+    lines,
     tracker,
     onCompression: (c, by) => post({ t: 'log', message: `compression: ${c} (by ${by})` }),
     onFormat: (f, member) => post({ t: 'log', message: `format: ${f.type}${member ? ` (zip member ${member})` : ''}` }),
     onSkippedRow: (err) => post({ t: 'skipped', error: serialize(err) }),
   }, init.resume)) {
     try {
-      for (const record of batch) sink.appendRecord(record);
+      for (const record of batch) lines.appendRecord(record);
     } catch (err) {
       // The documents before the failure still go out first, as on the single-thread path.
-      sendBatch(tracker.position, tracker.position === null ? null : tracker.csv, true);
+      sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv, true);
       throw err;
     }
-    // A batch of only skipped records (resume by re-reading) gives nothing, as on the single-thread path.
-    sendBatch(tracker.position, tracker.position === null ? null : tracker.csv);
+    // Small batches are merged while more input is already here (fewer messages and writes); a batch of
+    // only skipped records (resume by re-reading) gives nothing, as on the single-thread path.
+    if (lines.len < BATCH_BYTES && chunks.length > 0) continue;
+    sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv);
     while (credit <= 0) await sleep();
   }
-  post({ t: 'log', message: `parser thread: ${sink.allocated} line buffers allocated` });
-  post({ t: 'done', offset: sink.offset });
+  sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv);
+  post({ t: 'log', message: `parser thread: ${lines.allocated} line buffers allocated` });
+  post({ t: 'done', offset: lines.offset });
 }
 
-run().catch((err: unknown) => post(err === BODY_FAILED || (err instanceof Error && err.cause === BODY_FAILED) ? { t: 'bodyError' } : { t: 'error', error: serialize(err) }));
+let started = false;
+function start(init: WorkerInit): void {
+  if (started) return;
+  started = true;
+  // Lines go into reusable buffers that are transferred to the main thread and come back once written.
+  const lines = new LineSink(init.binding, init.file, init.startOffset, init.resumeFrom);
+  sink = lines;
+  run(init, lines).catch((err: unknown) => post(err === BODY_FAILED || (err instanceof Error && err.cause === BODY_FAILED) ? { t: 'bodyError' } : { t: 'error', error: serialize(err) }));
+}
+
+if (workerData) start(workerData as WorkerInit);

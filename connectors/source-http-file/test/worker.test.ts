@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { JsonObject } from '@sluice/runtime';
 import { createHttpFileConnector } from '../src/index.ts';
-import { liveWorkers } from '../src/parallel.ts';
+import { liveWorkers, prestartParserThread, releasePrestartedThread } from '../src/parallel.ts';
 import { applyCheckpoints, openRequest, runProtocol, startServer } from './helpers.ts';
 import type { FileServer, ProtocolRun } from './helpers.ts';
 import { gzipSync, zstdCompressSync } from './fixtures.ts';
@@ -21,6 +21,11 @@ const single = createHttpFileConnector({ http, checkpointEvery: 500, worker: fal
 const threaded = createHttpFileConnector({ http, checkpointEvery: 500, worker: true });
 const BIN = new URL('../bin/source-http-file.ts', import.meta.url).pathname;
 
+/** Waits (up to 10 s) until every parser thread has exited. */
+async function threadsEnded(): Promise<void> {
+  for (let i = 0; i < 200 && liveWorkers() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(liveWorkers(), 0);
+}
 const finalState = (run: ProtocolRun): JsonObject => applyCheckpoints({}, run.checkpoints);
 const logsOf = (run: ProtocolRun, re: RegExp): string[] => run.logs.map((l) => l.msg).filter((m) => re.test(m));
 
@@ -68,6 +73,25 @@ describe('parser thread', () => {
       assert.equal(liveWorkers(), 0);
     });
   }
+
+  test('a prestarted thread is taken by the next capture, and an unused one is released', async () => {
+    prestartParserThread();
+    prestartParserThread(); // one at a time
+    assert.equal(liveWorkers(), 1);
+    const [a, b] = await both('/d.csv.gz');
+    assert.equal(b.error, undefined, b.error?.message);
+    assert.deepEqual(b.docs, a.docs);
+    assert.equal(liveWorkers(), 0, 'the capture took the prestarted thread and ended it');
+    prestartParserThread();
+    assert.equal(liveWorkers(), 1);
+    // A small file parsed on the main thread releases the thread it did not need.
+    const small = await runProtocol(createHttpFileConnector({ http, checkpointEvery: 500 }), [openRequest({ url: server.url('/meta.jsonl') })]);
+    assert.match(small.error?.message ?? '', /non-object _meta/);
+    await threadsEnded();
+    prestartParserThread();
+    releasePrestartedThread();
+    await threadsEnded();
+  });
 
   for (const [path, how] of [['/d.csv', 'Range'], ['/d.csv.gz', 'skip']] as const) {
     test(`${path}: resume after a crash mid-file (by ${how}) — no duplicate and no missing offset`, async () => {
