@@ -183,9 +183,8 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
     const body = first.body;
     switch (first.variant) {
       case 'spec': {
-        // Compiling the schemas surfaces a broken connector schema here rather than at validate time.
-        void schemas.configValidator;
-        void schemas.resourceValidator;
+        // Checking the schemas surfaces a broken connector schema here rather than at validate time.
+        schemas.check();
         await io.writer.write({ spec: captureSpecResponse(connector) });
         break;
       }

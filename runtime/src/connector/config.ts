@@ -23,8 +23,11 @@ type AddFormats = (ajv: AjvInstance) => AjvInstance;
 const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default
   ?? (addFormatsModule as unknown as AddFormats));
 
-function ajvOptions(): Options {
+function ajvOptions(metaSchema = false): Options {
   return {
+    // Checking a schema against the JSON Schema meta-schema compiles the meta-schema first (~40 ms of
+    // every connector start): validators skip it; checkSchema does it, at `spec` and in the tests.
+    validateSchema: metaSchema,
     allErrors: true,
     useDefaults: true,
     coerceTypes: false,
@@ -48,12 +51,12 @@ function ajvOptions(): Options {
   };
 }
 
-function newAjv(schema: JsonSchema): AjvInstance {
+function newAjv(schema: JsonSchema, metaSchema = false): AjvInstance {
   const dialect = typeof schema === 'object' && typeof schema['$schema'] === 'string' ? schema['$schema'] : '';
   let ajv: AjvInstance;
-  if (dialect.includes('2020-12')) ajv = new Ajv2020(ajvOptions());
-  else if (dialect.includes('2019-09')) ajv = new Ajv2019(ajvOptions());
-  else ajv = new Ajv(ajvOptions());
+  if (dialect.includes('2020-12')) ajv = new Ajv2020(ajvOptions(metaSchema));
+  else if (dialect.includes('2019-09')) ajv = new Ajv2019(ajvOptions(metaSchema));
+  else ajv = new Ajv(ajvOptions(metaSchema));
   addFormats(ajv);
   for (const keyword of ANNOTATION_KEYWORDS) ajv.addKeyword({ keyword });
   const seen = new Set<string>(ANNOTATION_KEYWORDS);
@@ -118,15 +121,16 @@ export class ConfigValidator {
   readonly schema: JsonSchema;
   private readonly validateFn: ValidateFunction;
 
-  /** Throws (not userFacing) when the connector's own schema is broken: a bug in the connector. */
-  constructor(schema: JsonSchema, label: string) {
+  /**
+   * Throws (not userFacing) when the connector's own schema is broken: a bug in the connector. With
+   * `metaSchema`, the schema is also checked against its JSON Schema meta-schema (see checkSchema).
+   */
+  constructor(schema: JsonSchema, label: string, metaSchema = false) {
     this.schema = schema;
     try {
-      this.validateFn = newAjv(schema).compile(schema as AnySchema);
+      this.validateFn = newAjv(schema, metaSchema).compile(schema as AnySchema);
     } catch (err) {
-      throw new SluiceError('SCHEMA', `the connector's ${label} schema is invalid: ${(err as Error).message}`, {
-        cause: err, userFacing: false,
-      });
+      throw brokenSchema(label, err);
     }
   }
 
@@ -145,6 +149,15 @@ export class ConfigValidator {
     }
     return deepFreeze(data) as T;
   }
+}
+
+function brokenSchema(label: string, err: unknown): SluiceError {
+  return new SluiceError('SCHEMA', `the connector's ${label} schema is invalid: ${(err as Error).message}`, { cause: err, userFacing: false });
+}
+
+/** Compiles a schema checked against its JSON Schema meta-schema too; throws (not userFacing) when it is broken. */
+export function checkSchema(schema: JsonSchema, label: string): void {
+  void new ConfigValidator(schema, label, true);
 }
 
 export function deepFreeze<T>(value: T): T {
@@ -190,5 +203,10 @@ export class ConnectorSchemas {
   get resourceValidator(): ConfigValidator {
     this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config');
     return this.resource;
+  }
+  /** Checks both schemas against their meta-schema (for `spec`: a broken schema surfaces there). */
+  check(): void {
+    checkSchema(this.schemas.configSchema, 'endpoint config');
+    checkSchema(this.schemas.resourceConfigSchema, 'resource config');
   }
 }
