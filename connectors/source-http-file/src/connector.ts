@@ -11,11 +11,13 @@ import type {
 import { ConfigError, DecodeError } from './errors.ts';
 import { HttpClient, redactUrl } from './http.ts';
 import type { FileInfo, HttpClientOptions } from './http.ts';
+import { minorGcBudget } from './gc.ts';
+import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
+import type { ParsedBatch } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
-import { addMeta, closeJsonRecord } from './record.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
@@ -288,73 +290,54 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     firstSkipped ??= err;
     log.warn(`malformed CSV row excluded (within errorThreshold): ${err.message}`);
   };
+  // Framed lines in batches: from a parser thread (big files), or parsed here by the same loop (lines.ts).
+  let batches: AsyncGenerator<ParsedBatch, number | void>;
+  let lines: LineSink | null = null;
   if (useWorker(options.worker, head.contentLength)) {
-    // The same work in a worker thread; it returns framed lines per parsed batch (same batch ends, so
-    // checkpoints fall where they do on the single-thread path below).
-    const batches = parseInWorker(replay, { meta, parser: config.parser, resume: byteResume, binding: bindingIndex, file, startOffset: offset, resumeFrom }, {
+    batches = parseInWorker(replay, { meta, parser: config.parser, resume: byteResume, binding: bindingIndex, file, startOffset: offset, resumeFrom }, {
       log: (message) => log.debug(message),
       onSkippedRow,
     }, ctx.signal);
-    try {
-      while (true) {
-        const r = await batches.next();
-        if (r.done) {
-          offset = r.value;
-          break;
-        }
-        const b = r.value;
-        offset = b.offset;
-        sinceCheckpoint += b.documents;
-        const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines, written: b.written } }];
-        if (!b.failed && sinceCheckpoint >= every) {
-          sinceCheckpoint = 0;
-          out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: b.position, csv: b.position === null ? null : b.csv }));
-        }
-        yield out;
-      }
-    } finally {
-      await batches.return(offset);
-    }
   } else {
-  // A thread started in advance for a big file is not needed for this one.
-  releasePrestartedThread();
-  // `_meta` of a document given as JSON text (CSV fast path): this prefix, the offset, `}`.
-  const metaPrefix = `{"file":${JSON.stringify(file)},"offset":`;
-  for await (const batch of parseFile(replay, meta, config.parser, {
-    jsonText: true,
-    tracker,
-    onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
-    onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
-    onSkippedRow,
-  }, byteResume)) {
-    const out: CaptureOutput[] = [];
-    try {
-      for (const record of batch) {
-        if (offset < resumeFrom) { offset++; continue; }
-        if (typeof record === 'string') {
-          // Exactly JSON.stringify of the object below would give (record.ts), without building it.
-          out.push({ captured: { binding: bindingIndex, docJson: closeJsonRecord(record, `${metaPrefix}${offset}}`) } });
-          offset++;
-          sinceCheckpoint++;
-          continue;
-        }
-        addMeta(record, file, offset);
-        offset++;
-        sinceCheckpoint++;
-        out.push({ captured: { binding: bindingIndex, doc: record } });
+    // A thread started in advance for a big file is not needed for this one.
+    releasePrestartedThread();
+    const sink = new LineSink(bindingIndex, file, offset, resumeFrom);
+    lines = sink;
+    const parsed = parseFile(replay, meta, config.parser, {
+      jsonText: true,
+      lines: sink,
+      tracker,
+      onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
+      onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
+      onSkippedRow,
+    }, byteResume);
+    batches = (async function* () {
+      for await (const b of framedBatches(parsed, sink, tracker, { handled: minorGcBudget() })) {
+        // Once written, the buffer is filled again.
+        yield { ...b, written: (err?: Error | null) => { if (!err) sink.recycle(b.lines.buffer as ArrayBuffer); } };
       }
-    } catch (err) {
-      // The documents before the failure still go out first, as they did one by one.
-      if (out.length) yield out;
-      throw err;
-    }
-    // Checkpoints fall at batch ends, where the byte position of the next record is known.
-    if (sinceCheckpoint >= every) {
-      sinceCheckpoint = 0;
-      out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: tracker.position, csv: tracker.position === null ? null : tracker.csv }));
-    }
-    if (out.length) yield out;
+    })();
   }
+  try {
+    while (true) {
+      const r = await batches.next();
+      if (r.done) {
+        offset = lines?.offset ?? (r.value as number);
+        break;
+      }
+      const b = r.value;
+      offset = b.offset;
+      sinceCheckpoint += b.documents;
+      const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines, written: b.written } }];
+      // Checkpoints fall at batch ends, where the byte position of the next record is known.
+      if (!b.failed && sinceCheckpoint >= every) {
+        sinceCheckpoint = 0;
+        out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: b.position, csv: b.position === null ? null : b.csv }));
+      }
+      yield out;
+    }
+  } finally {
+    await batches.return(offset);
   }
   if (offset < resumeFrom) {
     throw new DecodeError(`the file now yields ${offset} documents but ${resumeFrom} were already captured from this version; the parse is not deterministic`);

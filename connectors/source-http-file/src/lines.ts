@@ -4,6 +4,7 @@
 // by transferring its ArrayBuffer (no copy); once the main thread has written it, the buffer comes back
 // (`recycle`) and is filled again, so the thread allocates a handful of buffers per file, not one per batch.
 import type { JsonObject } from '@sluice/runtime';
+import type { CsvResume } from './csv.ts';
 import { addMeta, closeJsonRecord } from './record.ts';
 import type { DecodedRecord } from './record.ts';
 
@@ -154,4 +155,62 @@ export class LineSink {
   recycle(buffer: ArrayBuffer): void {
     if (buffer.byteLength >= LINE_BUFFER_BYTES && this.#pool.length < POOL_LIMIT) this.#pool.push(buffer);
   }
+}
+
+/** A batch of framed lines as the capture loop takes it (from parseInWorker or framedBatches). */
+export interface FramedBatch {
+  /** The lines (a view of a buffer to hand back once written: call `written`). */
+  lines: Uint8Array;
+  documents: number;
+  /** Offset of the next record after this batch. */
+  offset: number;
+  /** Raw byte position where the next record starts (resume by Range), or null. */
+  position: number | null;
+  csv: CsvResume | null;
+  /** The documents before a failure (no checkpoint follows them; the error comes next). */
+  failed: boolean;
+}
+
+/** Lines are handed on once a batch reaches this size, or sooner when `mergeWhile` says to (or at the end). */
+export const BATCH_BYTES = 192 * 1024;
+
+export interface FramedBatchOptions {
+  /** Keep adding parsed records to the current batch while this holds (and it is under BATCH_BYTES). */
+  mergeWhile?: () => boolean;
+  /** Told the size of each batch handed on (see gc.ts). */
+  handled?: (bytes: number) => void;
+}
+
+/**
+ * The capture's per-record loop over parseFile's batches: records (and CSV rows the byte path wrote) become
+ * framed lines in `lines`, handed on in batches with the offset after them and the tracker's resume
+ * position. When the parse fails, the lines before the failure are handed on first (marked `failed`).
+ */
+export async function* framedBatches(
+  records: AsyncIterable<DecodedRecord[]>,
+  lines: LineSink,
+  tracker: { position: number | null; csv: CsvResume | null },
+  options: FramedBatchOptions = {},
+): AsyncGenerator<FramedBatch, void> {
+  const batch = (failed: boolean): FramedBatch | null => {
+    const taken = lines.take();
+    if (taken === null) return null;
+    options.handled?.(taken.bytes.length);
+    return { lines: taken.bytes, documents: taken.documents, offset: lines.offset, position: tracker.position, csv: tracker.position === null ? null : tracker.csv, failed };
+  };
+  try {
+    for await (const parsed of records) {
+      for (const record of parsed) lines.appendRecord(record);
+      if (lines.len < BATCH_BYTES && options.mergeWhile?.() === true) continue;
+      // A batch of only skipped records (resume by re-reading) gives nothing.
+      const b = batch(false);
+      if (b) yield b;
+    }
+  } catch (err) {
+    const b = batch(true);
+    if (b) yield b;
+    throw err;
+  }
+  const b = batch(false);
+  if (b) yield b;
 }

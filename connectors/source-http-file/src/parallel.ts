@@ -5,8 +5,8 @@
 // the socket. The worker is terminated on every way out (end, error, abort, early return).
 import { getCompileCacheDir } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type { CsvResume } from './csv.ts';
 import { minorGcBudget } from './gc.ts';
+import type { FramedBatch } from './lines.ts';
 import { ConfigError, DecodeError, ErrorThresholdError, HttpFileError } from './errors.ts';
 import type { FileMeta, ResumeFrom } from './pipeline.ts';
 import type { ParserConfig } from './schema.ts';
@@ -49,18 +49,8 @@ export interface SerializedError {
   cause?: { name: string; message: string };
 }
 
-export interface WorkerBatch {
-  /** Protocol lines, each `{"captured":…}\n`, as UTF-8 bytes (a view of a buffer the worker transferred). */
-  lines: Uint8Array;
-  documents: number;
-  /** Offset of the next record after this batch. */
-  offset: number;
-  /** Raw byte position where the next record starts (resume by Range), or null. */
-  position: number | null;
-  csv: CsvResume | null;
-  /** The documents before a failure inside this batch (no checkpoint follows them; the error comes next). */
-  failed: boolean;
-}
+/** A batch as the worker posts it (lines.ts FramedBatch; `lines` is a buffer the worker transferred). */
+export type WorkerBatch = FramedBatch;
 
 /** `bodyFailed`: the body broke after the chunks already sent (the worker's input throws there, as the body would). */
 export type MainToWorker = { t: 'init'; init: WorkerInit } | { t: 'chunk'; data: Uint8Array } | { t: 'end' } | { t: 'bodyFailed' } | { t: 'credit' } | { t: 'recycle'; buffer: ArrayBuffer };

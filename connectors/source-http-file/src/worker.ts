@@ -8,16 +8,13 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseFile } from './pipeline.ts';
 import { minorGcBudget } from './gc.ts';
-import { LineSink } from './lines.ts';
+import { framedBatches, LineSink } from './lines.ts';
 import type { CsvResume } from './csv.ts';
 import type { MainToWorker, SerializedError, WorkerInit, WorkerToMain } from './parallel.ts';
 import { OUTPUT_WINDOW } from './parallel.ts';
 
 const port = parentPort;
 if (!port) throw new Error('source-http-file/src/worker.ts runs only as a worker thread');
-
-/** A batch is sent once its lines reach this size, or sooner when the input runs dry (or at the end). */
-export const BATCH_BYTES = 192 * 1024;
 
 const post = (m: WorkerToMain, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
 
@@ -74,40 +71,23 @@ function serialize(err: unknown): SerializedError {
   return out;
 }
 
-/** Hands the lines written since the last batch over (their buffer is transferred, not copied). */
-function sendBatch(lines: LineSink, position: number | null, csv: CsvResume | null, failed = false): void {
-  const taken = lines.take();
-  if (taken === null) return;
-  // The lines are about twice the decompressed input this batch consumed (and freed).
-  handled(taken.bytes.length);
-  post({ t: 'batch', lines: taken.bytes, documents: taken.documents, offset: lines.offset, position, csv, failed }, [taken.bytes.buffer as ArrayBuffer]);
-  credit--;
-}
-
+/** Hands each batch over (its buffer is transferred, not copied), within the main thread's credit. */
 async function run(init: WorkerInit, lines: LineSink): Promise<void> {
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
-  for await (const batch of parseFile(input(), init.meta, init.parser, {
+  const parsed = parseFile(input(), init.meta, init.parser, {
     jsonText: true,
     lines,
     tracker,
     onCompression: (c, by) => post({ t: 'log', message: `compression: ${c} (by ${by})` }),
     onFormat: (f, member) => post({ t: 'log', message: `format: ${f.type}${member ? ` (zip member ${member})` : ''}` }),
     onSkippedRow: (err) => post({ t: 'skipped', error: serialize(err) }),
-  }, init.resume)) {
-    try {
-      for (const record of batch) lines.appendRecord(record);
-    } catch (err) {
-      // The documents before the failure still go out first, as on the single-thread path.
-      sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv, true);
-      throw err;
-    }
-    // Small batches are merged while more input is already here (fewer messages and writes); a batch of
-    // only skipped records (resume by re-reading) gives nothing, as on the single-thread path.
-    if (lines.len < BATCH_BYTES && chunks.length > 0) continue;
-    sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv);
+  }, init.resume);
+  // Small batches are merged while more input is already here (fewer messages and writes).
+  for await (const b of framedBatches(parsed, lines, tracker, { mergeWhile: () => chunks.length > 0, handled })) {
+    post({ t: 'batch', ...b }, [b.lines.buffer as ArrayBuffer]);
+    credit--;
     while (credit <= 0) await sleep();
   }
-  sendBatch(lines, tracker.position, tracker.position === null ? null : tracker.csv);
   post({ t: 'log', message: `parser thread: ${lines.allocated} line buffers allocated` });
   post({ t: 'done', offset: lines.offset });
 }
