@@ -280,7 +280,10 @@ export class CsvByteDecoder implements RecordDecoder {
             const out = sink.buf;
             let o = sink.len;
             const prefix = prefixes[fields] as Uint8Array;
-            for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
+            // TypedArray.set costs ~12 ns whatever the length; a byte loop ~1.5 ns a byte.
+            if (prefix.length > 8) out.set(prefix, o);
+            else for (let k = 0; k < prefix.length; k++) out[o + k] = prefix[k] as number;
+            o += prefix.length;
             const valueAt = o;
             out[o++] = QUOTE;
             let j = pos;
@@ -390,7 +393,8 @@ export class CsvByteDecoder implements RecordDecoder {
     const sink = this.#sink;
     const out = sink.buf;
     let o = sink.len;
-    for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
+    out.set(prefix, o);
+    o += prefix.length;
     const valueAt = o;
     out[o++] = QUOTE;
     for (let i = a; i < b; i++) {

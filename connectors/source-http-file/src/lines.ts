@@ -65,13 +65,11 @@ export class LineSink {
     this.buf = next;
   }
 
-  /** Appends bytes (a short run: copied by hand, which beats TypedArray.set for a few dozen bytes). */
+  /** Appends bytes. */
   put(bytes: Uint8Array): void {
     this.ensure(bytes.length);
-    const buf = this.buf;
-    let o = this.len;
-    for (let k = 0; k < bytes.length; k++) buf[o++] = bytes[k] as number;
-    this.len = o;
+    this.buf.set(bytes, this.len);
+    this.len += bytes.length;
   }
 
   /** Ends a record whose fields were written after docOpen: `_meta` with the offset, the closing braces, the newline. */
@@ -80,12 +78,8 @@ export class LineSink {
     const buf = this.buf;
     const meta = this.metaOpen;
     let o = this.len;
-    if (meta.length > 64) {
-      buf.set(meta, o);
-      o += meta.length;
-    } else {
-      for (let k = 0; k < meta.length; k++) buf[o++] = meta[k] as number;
-    }
+    buf.set(meta, o);
+    o += meta.length;
     // The offset's decimal digits.
     let v = this.offset;
     if (v === 0) buf[o++] = 0x30;
