@@ -1,11 +1,11 @@
 // Validation of endpoint and resource configuration against a connector's own JSON Schemas (ajv):
 // defaults applied, every problem reported together in one message naming JSON pointers, and no
 // configuration value ever echoed (values may be secrets).
+import { createRequire } from 'node:module';
 import { Ajv } from 'ajv';
-import type { AnySchema, ErrorObject, Options, ValidateFunction } from 'ajv';
-import { Ajv2019 } from 'ajv/dist/2019.js';
-import { Ajv2020 } from 'ajv/dist/2020.js';
-import addFormatsModule from 'ajv-formats';
+import type { AnySchema, ErrorObject, Format, Options, ValidateFunction } from 'ajv';
+import type { Ajv2019 } from 'ajv/dist/2019.js';
+import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { ConfigError, SluiceError } from '../errors.ts';
 import type { JsonObject, JsonSchema, JsonValue } from '../protocol/specs.ts';
 
@@ -19,9 +19,22 @@ export const ANNOTATION_KEYWORDS: readonly string[] = [
 ];
 
 type AjvInstance = InstanceType<typeof Ajv>;
-type AddFormats = (ajv: AjvInstance) => AjvInstance;
-const addFormats = ((addFormatsModule as unknown as { default?: AddFormats }).default
-  ?? (addFormatsModule as unknown as AddFormats));
+
+// Loaded on first use (start-up: each costs a share of a connector's ~0.2 s start): the 2019-09 and 2020-12
+// dialects only for schemas that ask for them, and ajv-formats' format table without its plugin entry,
+// whose formatMaximum-style keywords `require('ajv')` — in a dev checkout a second copy of ajv (ajv-formats'
+// own, as eslint's ajv 6 takes the top level), ~50 ms. Connector schemas use formats, not those keywords.
+const requireCjs = createRequire(import.meta.url);
+function ajvClass(dialect: string): typeof Ajv | typeof Ajv2019 | typeof Ajv2020 {
+  if (dialect.includes('2020-12')) return (requireCjs('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020 }).Ajv2020;
+  if (dialect.includes('2019-09')) return (requireCjs('ajv/dist/2019.js') as { Ajv2019: typeof Ajv2019 }).Ajv2019;
+  return Ajv;
+}
+let formats: Record<string, Format> | undefined;
+function addFormats(ajv: AjvInstance): void {
+  formats ??= (requireCjs('ajv-formats/dist/formats.js') as { fullFormats: Record<string, Format> }).fullFormats;
+  for (const [name, format] of Object.entries(formats)) ajv.addFormat(name, format);
+}
 
 function ajvOptions(metaSchema = false): Options {
   return {
@@ -53,10 +66,8 @@ function ajvOptions(metaSchema = false): Options {
 
 function newAjv(schema: JsonSchema, metaSchema = false): AjvInstance {
   const dialect = typeof schema === 'object' && typeof schema['$schema'] === 'string' ? schema['$schema'] : '';
-  let ajv: AjvInstance;
-  if (dialect.includes('2020-12')) ajv = new Ajv2020(ajvOptions(metaSchema));
-  else if (dialect.includes('2019-09')) ajv = new Ajv2019(ajvOptions(metaSchema));
-  else ajv = new Ajv(ajvOptions(metaSchema));
+  const AjvClass = ajvClass(dialect);
+  const ajv: AjvInstance = new AjvClass(ajvOptions(metaSchema));
   addFormats(ajv);
   for (const keyword of ANNOTATION_KEYWORDS) ajv.addKeyword({ keyword });
   const seen = new Set<string>(ANNOTATION_KEYWORDS);
