@@ -58,6 +58,7 @@ export class SqlTransactor implements Transactor {
   readonly #o: SqlTransactorOptions;
   readonly #batch: number;
   #inTxn = false;
+  #closed = false;
   #prepared = new Map<string, PreparedStatement>();
   #staged = new Map<number, StagedState>();
   #loadTablesCreated = false;
@@ -102,9 +103,14 @@ export class SqlTransactor implements Transactor {
     this.#pushParams(out, t.values, s.values, 'value', t);
     const d = t.document;
     if (d === undefined) return;
-    if (s.doc === undefined) throw new SqlError(`${t.path.join('.')}: a store has no document although the document field '${d.field}' is selected`);
-    // The document as sent (no re-serialisation) when the column takes JSON text.
-    out.push(s.docJson !== undefined && d.mapped.fromJsonText !== undefined ? d.mapped.fromJsonText(s.docJson) : d.mapped.toParam(s.doc));
+    // The document as sent (no re-serialisation, and no parse where `doc` is lazy) when the column takes JSON text.
+    if (s.docJson !== undefined && d.mapped.fromJsonText !== undefined) {
+      out.push(d.mapped.fromJsonText(s.docJson));
+      return;
+    }
+    const doc = s.doc;
+    if (doc === undefined) throw new SqlError(`${t.path.join('.')}: a store has no document although the document field '${d.field}' is selected`);
+    out.push(d.mapped.toParam(doc));
   }
 
   #pushParams(out: SqlParam[], columns: Column[], values: unknown[], what: string, t: Table): void {
@@ -206,6 +212,8 @@ export class SqlTransactor implements Transactor {
     // Per binding: statements prepared once per session, and the rows waiting for a multi-row statement.
     const states: (DirectStoreState | undefined)[] = [];
     for await (const s of stores) {
+      // Closed meanwhile (the session ended): never run a statement after the rollback.
+      if (this.#closed) throw new SqlError('the transactor was closed while storing; the transaction was rolled back');
       let st = states[s.binding];
       const t = this.#table(s.binding);
       if (st === undefined) {
@@ -245,6 +253,7 @@ export class SqlTransactor implements Transactor {
   /** Writes a binding's rows still waiting for a full multi-row statement, one statement each. */
   async #flushDirect(st: DirectStoreState): Promise<void> {
     if (st.count === 0) return;
+    if (this.#closed) throw new SqlError('the transactor was closed while storing; the transaction was rolled back');
     const width = st.table.columns.length;
     for (let i = 0; i < st.count; i++) {
       const r = st.write.run(st.params.slice(i * width, (i + 1) * width));
@@ -364,6 +373,7 @@ export class SqlTransactor implements Transactor {
   async acknowledge(): Promise<void> {}
 
   async close(): Promise<void> {
+    this.#closed = true;
     const { loadConn, storeConn } = this.#o;
     if (this.#inTxn) await storeConn.rollback().catch(() => undefined);
     this.#inTxn = false;

@@ -7,6 +7,7 @@ import { endpointSchema, resourceSchema } from './config.ts';
 import type { EndpointConfig, ResourceConfig } from './config.ts';
 import { sqliteDialect } from './sqlite-dialect.ts';
 import { SqliteClient } from './sqlite-client.ts';
+import { WriterThreadTransactor, useWriterThread } from './writer-thread.ts';
 
 export const CHECKPOINTS_TABLE = 'flow_checkpoints_v1';
 
@@ -23,4 +24,14 @@ export const sqliteEndpoint: SqlEndpoint<EndpointConfig, ResourceConfig> = {
   checkpointsTable: () => [CHECKPOINTS_TABLE],
 };
 
-export const materializeSqlite: MaterializeConnector<EndpointConfig, ResourceConfig> = sqlMaterializeConnector(sqliteEndpoint);
+const onThisThread = sqlMaterializeConnector(sqliteEndpoint);
+
+/**
+ * Sessions (open) run the SQL transactor on a writer thread (writer-thread.ts) unless
+ * SLUICE_SQLITE_WRITER_THREAD=0; `:memory:` databases stay on this thread (another thread's would be another
+ * database). Validate and apply run here.
+ */
+export const materializeSqlite: MaterializeConnector<EndpointConfig, ResourceConfig> = {
+  ...onThisThread,
+  open: (ctx) => (useWriterThread() && ctx.config.path !== ':memory:' ? WriterThreadTransactor.open(ctx) : onThisThread.open(ctx)),
+};
