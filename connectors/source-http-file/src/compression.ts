@@ -291,7 +291,7 @@ async function* zstdFrames(source: AsyncIterable<Uint8Array>): AsyncGenerator<Ui
         if ('bytes' in e) { compressedOffset += e.bytes.length; yield e.bytes; }
       }
     })();
-    yield* throughZlib(frameBytes, 'zstd', () => createZstdDecompress({ chunkSize: ZLIB_CHUNK_BYTES }), compressedOffset);
+    yield* throughZlib(frameBytes, 'zstd', () => createZstdDecompress(zlibOptions()), compressedOffset);
   }
 }
 
@@ -305,6 +305,13 @@ function zlibError(kind: string, err: Error, offset: number): DecodeError {
  * chunks (each chunk costs a callback, a parser push and, on the parser thread, a batch message).
  */
 const ZLIB_CHUNK_BYTES = 64 * 1024;
+/** Decompressed bytes zlib may produce ahead of the parser, so the two overlap (zlib runs on the threadpool). */
+const ZLIB_READ_AHEAD_BYTES = 512 * 1024;
+
+/** zlib streams take Transform options too (not in @types/node's ZlibOptions). */
+function zlibOptions(): { chunkSize: number } {
+  return { chunkSize: ZLIB_CHUNK_BYTES, readableHighWaterMark: ZLIB_READ_AHEAD_BYTES } as { chunkSize: number };
+}
 
 /** Runs a byte stream through a zlib transform with backpressure, mapping errors to DecodeError. */
 async function* throughZlib(source: AsyncIterable<Uint8Array>, kind: string, make: () => NodeJS.ReadWriteStream, baseOffset = 0): AsyncGenerator<Uint8Array> {
@@ -345,6 +352,6 @@ export async function* decompress(source: AsyncIterable<Uint8Array>, compression
     for await (const chunk of source) if (chunk.length) yield { data: chunk };
     return;
   }
-  const data = compression === 'gzip' ? throughZlib(source, 'gzip', () => createGunzip({ chunkSize: ZLIB_CHUNK_BYTES })) : zstdFrames(source);
+  const data = compression === 'gzip' ? throughZlib(source, 'gzip', () => createGunzip(zlibOptions())) : zstdFrames(source);
   for await (const chunk of data) yield { data: chunk };
 }

@@ -66,8 +66,12 @@ export class CsvByteDecoder implements RecordDecoder {
   /** Bytes a row may need beyond 6 per input byte: the line's fixed parts and every column prefix. */
   #rowSlack = 0;
   #resume: CsvResume | null = null;
-  /** Unconsumed bytes (at most one incomplete row). */
-  #carry: Uint8Array = new Uint8Array(0);
+  /**
+   * Unconsumed bytes (at most one incomplete row) are kept at the start of this buffer, and the next chunk
+   * is appended to them there: one buffer reused for the whole file instead of a concatenation per chunk.
+   */
+  #work: Buffer = Buffer.allocUnsafe(0);
+  #carryLength = 0;
   #line = 1;
   #pendingCR = false;
   /** UTF-8 bytes of tokenizer text consumed (row offsets in errors count from here). */
@@ -154,7 +158,8 @@ export class CsvByteDecoder implements RecordDecoder {
       this.#stop[CR] = 1;
     } else this.#stop[this.#term] = 1;
     this.#resume = start.resumeConfig();
-    this.#carry = Buffer.from(h.rest, 'utf8');
+    this.#work = Buffer.from(h.rest, 'utf8');
+    this.#carryLength = this.#work.length;
     this.#line = h.line;
     this.#pendingCR = h.pendingCR;
     this.#textBytes = h.textBytes;
@@ -163,7 +168,19 @@ export class CsvByteDecoder implements RecordDecoder {
 
   /** Tokenizes `bytes` after the carried incomplete row; writes complete rows to the sink. */
   #parse(bytes: Uint8Array, final: boolean): void {
-    const s = this.#carry.length ? Buffer.concat([this.#carry, bytes]) : Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+    let s: Buffer;
+    const carried = this.#carryLength;
+    if (carried > 0) {
+      if (this.#work.length < carried + bytes.length) {
+        const bigger = Buffer.allocUnsafe(Math.max(carried + bytes.length, this.#work.length * 2, 128 * 1024));
+        this.#work.copy(bigger, 0, 0, carried);
+        this.#work = bigger;
+      }
+      this.#work.set(bytes, carried);
+      s = this.#work.subarray(0, carried + bytes.length);
+    } else {
+      s = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+    }
     const n = s.length;
     const sink = this.#sink;
     // An error that fails the whole call drops the lines written in it (as the string path returns no rows).
@@ -351,11 +368,19 @@ export class CsvByteDecoder implements RecordDecoder {
       throw err;
     }
     if (this.#deferred) {
-      this.#carry = new Uint8Array(0);
+      this.#carryLength = 0;
       return;
     }
     this.#textBytes += consumed;
-    this.#carry = consumed === n ? new Uint8Array(0) : Buffer.from(s.subarray(consumed));
+    const rest = n - consumed;
+    if (rest > 0) {
+      if (s.buffer === this.#work.buffer && s.byteOffset === this.#work.byteOffset) this.#work.copyWithin(0, consumed, n);
+      else {
+        if (this.#work.length < rest) this.#work = Buffer.allocUnsafe(Math.max(rest, 128 * 1024));
+        s.copy(this.#work, 0, consumed, n);
+      }
+    }
+    this.#carryLength = rest;
     this.#line = consumedLine;
   }
 
