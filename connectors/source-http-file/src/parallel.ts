@@ -90,13 +90,18 @@ export function rebuildError(e: SerializedError): Error {
   return err;
 }
 
-/** Whether to parse in a worker: SLUICE_HTTP_FILE_WORKER=0 never, =1 always, else for files of ≥ WORKER_MIN_BYTES. */
+/**
+ * Whether to parse in a worker thread: ConnectorOptions.worker, else SLUICE_HTTP_FILE_WORKER=1 (every file)
+ * or =auto (files of ≥ WORKER_MIN_BYTES); by default not. Since the CSV byte path, one JS thread keeps pace
+ * with the decompressor (on Node's threadpool) on 2 cores, and the thread adds ~30 MB of RSS and its start
+ * (docs/architecture.md, source-http-file).
+ */
 export function useWorker(option: boolean | undefined, contentLength: number | null): boolean {
   if (option !== undefined) return option;
   const env = process.env['SLUICE_HTTP_FILE_WORKER'];
-  if (env === '0') return false;
   if (env === '1') return true;
-  return contentLength !== null && contentLength >= WORKER_MIN_BYTES;
+  if (env === 'auto') return contentLength !== null && contentLength >= WORKER_MIN_BYTES;
+  return false;
 }
 
 let live = 0;
