@@ -22,6 +22,7 @@ import { runSession, startConnector, unaryRpc } from '../runtime/src/host/index.
 import type { ContainerTarget } from '../runtime/src/host/index.ts';
 import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
+import { shebangNodeFlags } from '../plane/src/registry.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -63,7 +64,7 @@ const seconds = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e9
 const imageRef = (name: ImageName, tag = 'dev') => `${REGISTRY}/${name}:${tag}`;
 const target = (name: ImageName, extra: Partial<ContainerTarget> = {}): ContainerTarget => ({ engine: 'podman', image: imageRef(name), ...extra });
 
-async function inspect(ref: string): Promise<{ Size: number; Config: { Labels?: Record<string, string>; User?: string; Entrypoint?: string[] } }> {
+async function inspect(ref: string): Promise<{ Size: number; Config: { Labels?: Record<string, string>; User?: string; Entrypoint?: string[]; Env?: string[] } }> {
   const { stdout } = await run('podman', ['image', 'inspect', ref], { maxBuffer: 1 << 24 });
   const [info] = JSON.parse(stdout) as { Size: number; Config: { Labels?: Record<string, string>; User?: string; Entrypoint?: string[] } }[];
   assert.ok(info, `podman image inspect ${ref} returned nothing`);
@@ -132,7 +133,12 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.equal(info.Config.Labels?.['FLOW_RUNTIME_PROTOCOL'], image.protocol);
       assert.equal(info.Config.Labels?.['FLOW_RUNTIME_CODEC'], 'json');
       assert.equal(info.Config.Labels?.['org.opencontainers.image.version'], image.version);
-      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', `/app/connectors/${image.name}/bin/${image.name}.ts`]);
+      // The bin's shebang flags (e.g. source-http-file's heap limits) are in the entrypoint too.
+      const bin = `/app/connectors/${image.name}/bin/${image.name}.ts`;
+      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', ...shebangNodeFlags(join(ROOT, `connectors/${image.name}/bin/${image.name}.ts`)), bin]);
+      assert.ok((info.Config.Env ?? []).includes('NODE_COMPILE_CACHE=/app/.node-compile-cache'), `NODE_COMPILE_CACHE is not set: ${JSON.stringify(info.Config.Env)}`);
+      // The compile cache was filled at build time (the image's start skips TypeScript stripping).
+      assert.match(await shell(image.name, 'find /app/.node-compile-cache -type f | wc -l'), /^[1-9]\d*\s*$/);
       assert.equal(info.Config.User, '1000:1000');
       assert.equal((await shell(image.name, 'id -u; node --version')).trim().split('\n').join(' ').replace(/\.\d+\.\d+$/, ''), '1000 v24');
       console.log(`# ${image.name}: ${(info.Size / 1e6).toFixed(1)} MB`);
