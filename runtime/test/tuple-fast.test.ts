@@ -1,17 +1,21 @@
 // unpackTupleBase64's fast path (one latin1 string per tuple) must decode exactly what the byte reader
-// (unpackTuple) decodes, and fail with the same errors.
+// (unpackTupleReference) decodes, and fail with the same errors; so must unpackTuple from bytes.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { packTuple, unpackTuple, unpackTupleBase64 } from '../src/protocol/tuple.ts';
+import { packTuple, unpackTuple, unpackTupleBase64, unpackTupleReference } from '../src/protocol/tuple.ts';
 import type { TupleValue } from '../src/protocol/tuple.ts';
 
 function both(bytes: Uint8Array): { fast: unknown; slow: unknown } {
   const b64 = Buffer.from(bytes).toString('base64');
-  let fast: unknown;
-  let slow: unknown;
-  try { fast = unpackTupleBase64(b64); } catch (err) { fast = `${(err as Error).name}: ${(err as Error).message}`; }
-  try { slow = unpackTuple(bytes); } catch (err) { slow = `${(err as Error).name}: ${(err as Error).message}`; }
-  return { fast, slow };
+  const attempt = (f: () => unknown): unknown => {
+    try { return f(); } catch (err) { return `${(err as Error).name}: ${(err as Error).message}`; }
+  };
+  const fast = attempt(() => unpackTupleBase64(b64));
+  // From bytes (a view into a larger buffer, as the writer thread has them) too.
+  const padded = new Uint8Array(bytes.length + 6);
+  padded.set(bytes, 3);
+  assert.deepStrictEqual(attempt(() => unpackTuple(padded.subarray(3, 3 + bytes.length))), fast, 'unpackTuple agrees with unpackTupleBase64');
+  return { fast, slow: attempt(() => unpackTupleReference(bytes)) };
 }
 
 describe('unpackTupleBase64 fast path', () => {

@@ -10,7 +10,7 @@ import type {
 } from '../protocol/materialize.ts';
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec } from '../protocol/specs.ts';
-import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
+import { type TupleValue, unpackTuple, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import {
@@ -107,6 +107,8 @@ export interface PackedStoreFields {
   keyPacked: string;
   /** '' when the store has no values. */
   valuesPacked: string;
+  /** Instead of valuesPacked's text: its bytes, already base64-decoded (valuesPacked is then derived on access). */
+  valuesBytes?: Uint8Array;
   exists: boolean;
   delete: boolean;
   /** The request line (for error messages). */
@@ -123,11 +125,12 @@ export interface PackedStoreFields {
 export class PackedStore implements DecodedStore {
   readonly binding: number;
   readonly keyPacked: string;
-  readonly valuesPacked: string;
   readonly exists: boolean;
   readonly delete: boolean;
   readonly line: number;
   docJson?: string;
+  #valuesPacked: string;
+  #valuesBytes: Uint8Array | undefined;
   #doc: JsonObject | undefined;
   #key: TupleValue[] | undefined;
   #values: TupleValue[] | undefined;
@@ -135,7 +138,8 @@ export class PackedStore implements DecodedStore {
   constructor(f: PackedStoreFields) {
     this.binding = f.binding;
     this.keyPacked = f.keyPacked;
-    this.valuesPacked = f.valuesPacked;
+    this.#valuesPacked = f.valuesPacked;
+    this.#valuesBytes = f.valuesBytes;
     this.exists = f.exists;
     this.delete = f.delete;
     this.line = f.line;
@@ -147,8 +151,25 @@ export class PackedStore implements DecodedStore {
     return (this.#key ??= decodeTuple(this.keyPacked, undefined, `"store" request (line ${this.line})`, true));
   }
 
+  get valuesPacked(): string {
+    if (this.#valuesBytes !== undefined) return Buffer.from(this.#valuesBytes.buffer, this.#valuesBytes.byteOffset, this.#valuesBytes.byteLength).toString('base64');
+    return this.#valuesPacked;
+  }
+
+  /** The values tuple's bytes when it was handed over decoded from base64 (writer threads), else undefined. */
+  get valuesBytes(): Uint8Array | undefined {
+    return this.#valuesBytes;
+  }
+
   get values(): TupleValue[] {
-    return (this.#values ??= decodeTuple(this.valuesPacked, undefined, `"store" request (line ${this.line})`, false));
+    if (this.#values !== undefined) return this.#values;
+    const what = `"store" request (line ${this.line})`;
+    if (this.#valuesBytes === undefined) return (this.#values = decodeTuple(this.#valuesPacked, undefined, what, false));
+    try {
+      return (this.#values = this.#valuesBytes.length === 0 ? [] : unpackTuple(this.#valuesBytes));
+    } catch (err) {
+      throw new ProtocolError(`${what}: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   get doc(): JsonObject | undefined {

@@ -382,6 +382,12 @@ function readElement(r: Reader, nested: boolean): TupleValue {
 
 /** Unpacks a FoundationDB tuple. Throws ProtocolError on malformed input. */
 export function unpackTuple(bytes: Uint8Array): TupleValue[] {
+  const buf = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  return unpackLatin1(buf, buf.length) ?? unpackFrom(new Reader(buf));
+}
+
+/** unpackTuple with the byte reader alone (no fast path): the reference the fast path is tested against. */
+export function unpackTupleReference(bytes: Uint8Array): TupleValue[] {
   return unpackFrom(new Reader(bytes));
 }
 
