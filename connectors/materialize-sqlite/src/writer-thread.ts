@@ -33,7 +33,9 @@ export interface SerializedError { name: string; message: string; number?: numbe
 
 /**
  * Stores handed over: per store its binding, flags, line and three texts in `text` (lengths in `lens`: key,
- * values, document; -1 = no document). Stores without raw tuples (the JSON key/values form) go in `decoded`.
+ * values, document; -1 = no document). The values tuple usually travels as bytes instead (FLAG_VALUES_BYTES:
+ * base64-decoded on the main thread into `bytes`, its length in `lens`), which balances the two threads.
+ * Stores without raw tuples (the JSON key/values form) go in `decoded`.
  */
 export interface StoreBatch {
   n: number;
@@ -42,10 +44,12 @@ export interface StoreBatch {
   lines: Int32Array;
   lens: Int32Array;
   text: string;
+  bytes: Uint8Array;
   decoded: { i: number; key: TupleValue[]; values: TupleValue[] }[];
 }
 export const FLAG_EXISTS = 1;
 export const FLAG_DELETE = 2;
+export const FLAG_VALUES_BYTES = 4;
 
 export type CallOp = 'acknowledge' | 'startCommit' | 'close' | 'storeEnd' | 'loadEnd';
 export type MainToWorker =
@@ -62,19 +66,28 @@ export type WorkerToMain =
   | { t: 'loaded'; binding: number; doc: JsonObject }
   | { t: 'log'; level: 'debug' | 'info' | 'warn' | 'error' | 'status'; msg: string; fields?: Record<string, unknown> };
 
-/** A batch is handed over at this many stores or characters (and at the end of the transaction's stores). */
+/**
+ * A batch is handed over at this many stores or characters (and at the end of the transaction's stores). A
+ * transaction's first batch is FIRST_BATCH_STORES, doubling up to BATCH_STORES, so the writer thread starts
+ * soon after the main thread does.
+ */
 const BATCH_STORES = 512;
+const FIRST_BATCH_STORES = 32;
 const BATCH_CHARS = 512 * 1024;
-/** Batches handed over and not yet consumed before the main thread waits (bounds memory, ~2 MB). */
-const MAX_IN_FLIGHT = 4;
+/**
+ * Batches handed over and not yet consumed before the main thread waits (bounds memory, ~4 MB); it then
+ * waits until only half are left, so a writer thread that is the slower one wakes it once per 4 batches.
+ */
+const MAX_IN_FLIGHT = 8;
 
 /**
- * Shared Int32 slots. Backpressure goes through shared memory, not messages: on the 2-core machine a message
- * per batch back to the main thread cost ~0.2 ms of the writer's time each (every post wakes the other
- * thread, and the scheduler runs it), as much as the batch's statements.
+ * Shared Int32 slots. Backpressure goes through shared memory, not messages, and wakes the main thread only
+ * when it waits: on the 2-core VM every cross-thread wake-up (a message, or Atomics.notify to a waiter) cost
+ * the writer thread 0.2–0.7 ms — with one per batch, as much as the batch's statements.
  */
 export const CONSUMED = 0; // batches the writer thread has taken off its queue (or dropped)
 export const FAILED = 1; // 1 once the current store()/load() failed there (the error follows as a message)
+export const WAKE_AT = 2; // 0, or the CONSUMED count at which the waiting main thread wants to be woken
 
 const WORKER_URL = new URL('./writer-worker.ts', import.meta.url);
 
@@ -82,6 +95,32 @@ let live = 0;
 /** Writer threads started and not yet exited (tests check that every way out ends them). */
 export function liveWriterThreads(): number {
   return live;
+}
+
+interface Spawned { worker: Worker; error?: Error; exited: boolean }
+let prestarted: Spawned | undefined;
+
+function spawnWriter(): Spawned {
+  const worker = new Worker(WORKER_URL, { stdout: false, stderr: false });
+  live++;
+  // Never keeps the process alive by itself (held only while it owes an answer, see #hold).
+  worker.unref();
+  const s: Spawned = { worker, exited: false };
+  worker.on('error', (err) => { s.error ??= err; });
+  worker.once('exit', () => {
+    live--;
+    s.exited = true;
+  });
+  return s;
+}
+
+/**
+ * Starts the writer thread now (the bin calls this at start-up), so it loads its modules while the main
+ * thread loads its own and waits for the first request, as a single thread would have done before `open`.
+ * The next open() takes it; a process that serves spec/validate/apply exits with it unused (it is unref'd).
+ */
+export function prestartWriterThread(): void {
+  if (prestarted === undefined && useWriterThread()) prestarted = spawnWriter();
 }
 
 /** Whether sessions use the writer thread: yes unless SLUICE_SQLITE_WRITER_THREAD=0. */
@@ -126,30 +165,61 @@ class StoreBatcher {
   #lines = new Int32Array(BATCH_STORES);
   #lens = new Int32Array(BATCH_STORES * 3);
   #text: string[] = [];
+  #bytes = Buffer.allocUnsafe(64 * 1024);
+  #byteCount = 0;
   #decoded: StoreBatch['decoded'] = [];
 
   add(s: DecodedStore): void {
     const i = this.n;
     if (i === this.#bindings.length) this.#grow();
     this.#bindings[i] = s.binding;
-    this.#flags[i] = (s.exists ? FLAG_EXISTS : 0) | (s.delete ? FLAG_DELETE : 0);
+    let flags = (s.exists ? FLAG_EXISTS : 0) | (s.delete ? FLAG_DELETE : 0);
     this.#lines[i] = s instanceof PackedStore ? s.line : 0;
     let key = '';
     let values = '';
+    let valuesLength = 0;
     if (s instanceof PackedStore) {
       key = s.keyPacked;
       values = s.valuesPacked;
+      const bytes = this.#base64(values);
+      if (bytes >= 0) {
+        flags |= FLAG_VALUES_BYTES;
+        valuesLength = bytes;
+        values = '';
+      } else {
+        valuesLength = values.length;
+      }
     } else {
       this.#decoded.push({ i, key: s.key, values: s.values });
     }
+    this.#flags[i] = flags;
     const doc = s.docJson ?? (s.doc === undefined ? undefined : JSON.stringify(s.doc));
     this.#lens[i * 3] = key.length;
-    this.#lens[i * 3 + 1] = values.length;
+    this.#lens[i * 3 + 1] = valuesLength;
     this.#lens[i * 3 + 2] = doc === undefined ? -1 : doc.length;
     this.#text.push(key, values);
     if (doc !== undefined) this.#text.push(doc);
     this.chars += key.length + values.length + (doc?.length ?? 0);
     this.n++;
+  }
+
+  /**
+   * Decodes base64 `text` onto `bytes`: the byte count, or -1 when it is not clean base64 (then the text is
+   * sent and the writer thread reports the exact error unpackTupleBase64 gives).
+   */
+  #base64(text: string): number {
+    if (text.length % 4 !== 0) return -1;
+    const padding = text.endsWith('==') ? 2 : text.endsWith('=') ? 1 : 0;
+    const expected = (text.length / 4) * 3 - padding;
+    if (this.#byteCount + expected + 3 > this.#bytes.length) {
+      const next = Buffer.allocUnsafe(Math.max(this.#bytes.length * 2, this.#byteCount + expected + 3));
+      this.#bytes.copy(next, 0, 0, this.#byteCount);
+      this.#bytes = next;
+    }
+    const written = this.#bytes.write(text, this.#byteCount, 'base64');
+    if (written !== expected) return -1;
+    this.#byteCount += written;
+    return written;
   }
 
   #grow(): void {
@@ -174,10 +244,12 @@ class StoreBatcher {
       lines: this.#lines.slice(0, n),
       lens: this.#lens.slice(0, n * 3),
       text: this.#text.join(''),
+      bytes: Uint8Array.prototype.slice.call(this.#bytes, 0, this.#byteCount),
       decoded: this.#decoded,
     };
     this.n = 0;
     this.chars = 0;
+    this.#byteCount = 0;
     this.#text = [];
     this.#decoded = [];
     return batch;
@@ -192,7 +264,7 @@ export class WriterThreadTransactor implements Transactor {
   readonly #calls = new Map<number, Waiter>();
   #nextId = 1;
   #posted = 0;
-  readonly #shared = new Int32Array(new SharedArrayBuffer(8));
+  readonly #shared = new Int32Array(new SharedArrayBuffer(12));
   #holds = 0;
   /** A failure of the current store()/load() on the writer thread, or the thread's death. */
   #failure: Error | null = null;
@@ -220,15 +292,16 @@ export class WriterThreadTransactor implements Transactor {
 
   private constructor(log: Logger) {
     this.#log = log;
-    this.#worker = new Worker(WORKER_URL, { stdout: false, stderr: false });
-    live++;
-    this.#worker.unref();
+    let spawned = prestarted;
+    prestarted = undefined;
+    if (spawned === undefined || spawned.exited || spawned.error !== undefined) {
+      if (spawned !== undefined) void spawned.worker.terminate();
+      spawned = spawnWriter();
+    }
+    this.#worker = spawned.worker;
     this.#worker.on('message', (m: WorkerToMain) => this.#onMessage(m));
     this.#worker.on('error', (err) => this.#die(err));
-    this.#worker.on('exit', (code) => {
-      live--;
-      this.#die(new SqlError(`the SQLite writer thread exited (code ${code}) before the session ended`));
-    });
+    this.#worker.on('exit', (code) => this.#die(new SqlError(`the SQLite writer thread exited (code ${code}) before the session ended`)));
   }
 
   /** Keeps the process alive only while the writer thread has work or owes an answer. */
@@ -310,7 +383,7 @@ export class WriterThreadTransactor implements Transactor {
     if (this.#batcher.n === 0 || this.#dead) return;
     const batch = this.#batcher.take();
     this.#posted++;
-    this.#post({ t: 'stores', seq: this.#posted, batch }, [batch.bindings.buffer, batch.flags.buffer, batch.lines.buffer, batch.lens.buffer] as ArrayBuffer[]);
+    this.#post({ t: 'stores', seq: this.#posted, batch }, [batch.bindings.buffer, batch.flags.buffer, batch.lines.buffer, batch.lens.buffer, batch.bytes.buffer] as ArrayBuffer[]);
   }
 
   /** The writer thread failed the current store()/load(): its call's answer carries the error. */
@@ -318,19 +391,26 @@ export class WriterThreadTransactor implements Transactor {
     return Atomics.load(this.#shared, FAILED) !== 0;
   }
 
-  /** Waits while MAX_IN_FLIGHT batches are queued on the writer thread (woken through shared memory). */
+  /**
+   * When MAX_IN_FLIGHT batches are queued on the writer thread, waits until half of them are consumed (woken
+   * through shared memory, once).
+   */
   async #roomForMore(): Promise<void> {
+    if (this.#posted - Atomics.load(this.#shared, CONSUMED) < MAX_IN_FLIGHT) return;
+    const target = this.#posted - MAX_IN_FLIGHT / 2;
     this.#hold();
     try {
       while (true) {
+        Atomics.store(this.#shared, WAKE_AT, target);
         const consumed = Atomics.load(this.#shared, CONSUMED);
-        if (this.#posted - consumed < MAX_IN_FLIGHT || this.#writerFailed) return;
+        if (consumed >= target || this.#writerFailed) return;
         this.#throwIfFailed();
         // Re-checked at least every second (a writer that died cannot notify).
         const w = Atomics.waitAsync(this.#shared, CONSUMED, consumed, 1000);
         if (w.async) await w.value;
       }
     } finally {
+      Atomics.store(this.#shared, WAKE_AT, 0);
       this.#release();
     }
   }
@@ -339,13 +419,15 @@ export class WriterThreadTransactor implements Transactor {
     this.#throwIfFailed();
     Atomics.store(this.#shared, FAILED, 0);
     this.#post({ t: 'storeBegin' });
+    let limit = FIRST_BATCH_STORES;
     for await (const s of stores) {
       this.#throwIfFailed();
       // The writer failed: stop handing stores over; storeEnd answers with its error.
       if (this.#writerFailed) break;
       this.#batcher.add(s);
-      if (this.#batcher.n >= BATCH_STORES || this.#batcher.chars >= BATCH_CHARS) {
+      if (this.#batcher.n >= limit || this.#batcher.chars >= BATCH_CHARS) {
         this.#flush();
+        if (limit < BATCH_STORES) limit *= 2;
         await this.#roomForMore();
       }
     }

@@ -6,7 +6,7 @@ import { PackedStore } from '@sluice/runtime';
 import type { DecodedLoad, DecodedStore, JsonObject, Logger, RuntimeCheckpoint, Transactor } from '@sluice/runtime';
 import { sqlMaterializeConnector } from '@sluice/materialize-sql';
 import { sqliteEndpoint } from './connector.ts';
-import { CONSUMED, FAILED, FLAG_DELETE, FLAG_EXISTS, serializeError } from './writer-thread.ts';
+import { CONSUMED, FAILED, FLAG_DELETE, FLAG_EXISTS, FLAG_VALUES_BYTES, WAKE_AT, serializeError } from './writer-thread.ts';
 import type { MainToWorker, StoreBatch, WorkerToMain } from './writer-thread.ts';
 
 const port = parentPort!;
@@ -16,10 +16,11 @@ let transactor: Transactor | undefined;
 /** Shared with the main thread: batches consumed, failure flag (see writer-thread.ts). */
 let shared: Int32Array<ArrayBufferLike> = new Int32Array(2);
 
-/** A batch was taken off the queue (or dropped): wakes a main thread waiting for room. */
+/** A batch was taken off the queue (or dropped): wakes the main thread only if it waits for this count. */
 function consumed(): void {
-  Atomics.add(shared, CONSUMED, 1);
-  Atomics.notify(shared, CONSUMED);
+  const count = Atomics.add(shared, CONSUMED, 1) + 1;
+  const wakeAt = Atomics.load(shared, WAKE_AT);
+  if (wakeAt !== 0 && count >= wakeAt) Atomics.notify(shared, CONSUMED);
 }
 
 /** The current store()/load() failed: the main thread stops handing batches over. */
@@ -122,17 +123,24 @@ class Feed<B, T> implements AsyncIterable<T> {
 
 function unpackStores(b: StoreBatch): DecodedStore[] {
   const out: DecodedStore[] = new Array(b.n);
-  const { bindings, flags, lines, lens, text } = b;
+  const { bindings, flags, lines, lens, text, bytes } = b;
   let pos = 0;
+  let bytePos = 0;
   let d = 0;
   for (let i = 0; i < b.n; i++) {
     const kl = lens[i * 3]!;
     const vl = lens[i * 3 + 1]!;
     const dl = lens[i * 3 + 2]!;
-    const keyPacked = text.slice(pos, pos += kl);
-    const valuesPacked = text.slice(pos, pos += vl);
-    const docJson = dl < 0 ? undefined : text.slice(pos, pos += dl);
     const f = flags[i]!;
+    const keyPacked = text.slice(pos, pos += kl);
+    let valuesPacked = '';
+    let valuesBytes: Uint8Array | undefined;
+    if ((f & FLAG_VALUES_BYTES) !== 0) {
+      valuesBytes = bytes.subarray(bytePos, bytePos += vl);
+    } else {
+      valuesPacked = text.slice(pos, pos += vl);
+    }
+    const docJson = dl < 0 ? undefined : text.slice(pos, pos += dl);
     const fallback = b.decoded[d];
     if (fallback !== undefined && fallback.i === i) {
       d++;
@@ -145,7 +153,7 @@ function unpackStores(b: StoreBatch): DecodedStore[] {
     } else {
       out[i] = new PackedStore({
         binding: bindings[i]!, keyPacked, valuesPacked, exists: (f & FLAG_EXISTS) !== 0, delete: (f & FLAG_DELETE) !== 0, line: lines[i]!,
-        ...(docJson === undefined ? {} : { docJson }),
+        ...(valuesBytes === undefined ? {} : { valuesBytes }), ...(docJson === undefined ? {} : { docJson }),
       });
     }
   }
