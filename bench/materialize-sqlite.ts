@@ -2,12 +2,14 @@
 //   npx node bench/materialize-sqlite.ts            (1M documents of 12 fields, transactions of 10k)
 //   BENCH_DOCS=100000 npx node bench/materialize-sqlite.ts
 //   BENCH_CORE_ONLY=1 …   (only the in-process connector core: decoded stores → transactor → SQLite)
+//   BENCH_CPU_PROF_DIR=/tmp/prof …   (writes a V8 CPU profile of each connector process and thread there)
+//   SLUICE_SQLITE_WRITER_THREAD=0 …   (the connector on one thread, as before the writer thread)
 // The connector bin is spawned and driven like the Flow runtime drives it: acknowledge, flush, stores with
 // keyPacked/valuesPacked tuples (+ the document for standard updates), startCommit; keys ascend, so the
 // runtime's load optimization sends no loads. Baseline: the same rows as CSV imported by `sqlite3 .import`
 // into a plain 12-column table, measured in the same run. Prints docs/s and the ratio for standard and delta,
 // for the whole connector through the protocol (the figure the targets are about) and for the connector
-// core alone in process (what the SQL layer costs without framing and tuple decoding).
+// core alone in process, on one thread (what the SQL layer costs without framing and tuple decoding).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -70,7 +72,8 @@ async function runConnector(delta: boolean): Promise<{ seconds: number; rows: nu
   const apply = spawnSync(process.execPath, [BIN], { input: `${JSON.stringify({ apply: { materialization: spec, version: 'v1' } })}\n` });
   if (apply.status !== 0) throw new Error(`apply failed: ${apply.stderr.toString()}`);
 
-  const child = spawn(process.execPath, [BIN], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const prof = process.env.BENCH_CPU_PROF_DIR;
+  const child = spawn(process.execPath, [...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []), BIN], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const expect = async (variant: string) => {
     const r = await lines.next();
@@ -128,7 +131,12 @@ async function runCore(delta: boolean): Promise<{ seconds: number; rows: number 
     txns.push(stores);
   }
   const started = performance.now();
+  // On this thread (the writer thread takes raw request text, which this measurement leaves out).
+  const saved = process.env.SLUICE_SQLITE_WRITER_THREAD;
+  process.env.SLUICE_SQLITE_WRITER_THREAD = '0';
   const { transactor } = await materializeSqlite.open({ config, log, signal, materialization: spec, bindings, range: {}, version: 'v1', state: {} });
+  if (saved === undefined) delete process.env.SLUICE_SQLITE_WRITER_THREAD;
+  else process.env.SLUICE_SQLITE_WRITER_THREAD = saved;
   for (const [t, stores] of txns.entries()) {
     await transactor.acknowledge();
     await transactor.store((async function* () { yield* stores; })());
@@ -195,7 +203,7 @@ async function runAll(): Promise<void> {
     const size = statSync(join(dir, delta ? 'delta.db' : 'standard.db')).size;
     const core = await runCore(delta);
     const coreRate = core.rows / core.seconds;
-    console.log(`${name.padEnd(8)}  connector core in process (decoded stores → transactor → SQLite): ${Math.round(coreRate).toLocaleString('en')} docs/s, ratio ${(coreRate / importRate).toFixed(2)}×`);
+    console.log(`${name.padEnd(8)}  connector core in process, one thread (decoded stores → transactor → SQLite): ${Math.round(coreRate).toLocaleString('en')} docs/s, ratio ${(coreRate / importRate).toFixed(2)}×`);
     console.log(`${name.padEnd(8)}  connector via protocol: ${N} docs in ${r.seconds.toFixed(2)} s = ${Math.round(rate).toLocaleString('en')} docs/s, ratio ${(rate / importRate).toFixed(2)}× of .import (target ≥ ${target}×) ${rate / importRate >= target ? 'MET' : 'NOT MET'}; db ${(size / 1e6).toFixed(0)} MB`);
   }
 }
