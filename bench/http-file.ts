@@ -66,7 +66,7 @@ const ONLY_PROTOCOL = process.argv.includes('--only-protocol');
 const argProf = process.argv.indexOf('--cpu-prof-dir');
 /** `--cpu-prof-dir DIR`: the spawned connector processes write V8 CPU profiles there. */
 const PROF_FLAGS = argProf > 0 ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[argProf + 1]}`] : [];
-const BIN = new URL('../connectors/source-http-file/bin/source-http-file.ts', import.meta.url).pathname;
+const BIN = new URL('../connectors/source-http-file/bin/source-http-file.js', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
 /** The V8 flags of the bin's shebang (`#!/usr/bin/env -S node <flags>`), passed to every child we spawn. */
 const V8_FLAGS = (readFileSync(BIN, 'utf8').split('\n')[0] ?? '').split(' ').filter((a) => a.startsWith('--'));

@@ -22,7 +22,7 @@ import { runSession, startConnector, unaryRpc } from '../runtime/src/host/index.
 import type { ContainerTarget } from '../runtime/src/host/index.ts';
 import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
-import { shebangNodeFlags } from '../plane/src/registry.ts';
+import { builtinConnector, shebangNodeFlags } from '../plane/src/registry.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -134,8 +134,9 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.equal(info.Config.Labels?.['FLOW_RUNTIME_CODEC'], 'json');
       assert.equal(info.Config.Labels?.['org.opencontainers.image.version'], image.version);
       // The bin's shebang flags (e.g. source-http-file's heap limits) are in the entrypoint too.
-      const bin = `/app/connectors/${image.name}/bin/${image.name}.ts`;
-      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', ...shebangNodeFlags(join(ROOT, `connectors/${image.name}/bin/${image.name}.ts`)), bin]);
+      const binFile = builtinConnector(image.name)!.bin;
+      const bin = `/app/${binFile.slice(ROOT.length)}`;
+      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', ...shebangNodeFlags(binFile), bin]);
       assert.ok((info.Config.Env ?? []).includes('NODE_COMPILE_CACHE=/app/.node-compile-cache'), `NODE_COMPILE_CACHE is not set: ${JSON.stringify(info.Config.Env)}`);
       // The compile cache was filled at build time (the image's start skips TypeScript stripping).
       assert.match(await shell(image.name, 'find /app/.node-compile-cache -type f | wc -l'), /^[1-9]\d*\s*$/);

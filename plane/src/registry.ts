@@ -20,7 +20,7 @@ export const BUILTIN_CONNECTORS: readonly BuiltinConnector[] = [
   {
     name: 'source-http-file',
     protocol: 'capture',
-    bin: root('connectors/source-http-file/bin/source-http-file.ts'),
+    bin: root('connectors/source-http-file/bin/source-http-file.js'),
     image: 'ghcr.io/sluice-dev/source-http-file:dev',
     description: 'capture one file over HTTP(S): CSV, JSON, Avro, Protobuf, W3C; zip/gzip/zstd; any charset',
   },

@@ -12,7 +12,7 @@ import type { FileServer } from './helpers.ts';
 import { gzipSync } from './fixtures.ts';
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
-const BIN = new URL('../bin/source-http-file.ts', import.meta.url).pathname;
+const BIN = new URL('../bin/source-http-file.js', import.meta.url).pathname;
 
 interface Proc { lines: JsonObject[]; stderr: string; code: number | null; signal: string | null }
 

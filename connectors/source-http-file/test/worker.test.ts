@@ -19,7 +19,7 @@ const JSONL = Array.from({ length: N }, (_, i) => JSON.stringify({ id: i, value:
 const http = { backoffBaseMs: 5, backoffMaxMs: 20, maxRetries: 1, connectTimeoutMs: 2000, idleTimeoutMs: 5000 };
 const single = createHttpFileConnector({ http, checkpointEvery: 500, worker: false });
 const threaded = createHttpFileConnector({ http, checkpointEvery: 500, worker: true });
-const BIN = new URL('../bin/source-http-file.ts', import.meta.url).pathname;
+const BIN = new URL('../bin/source-http-file.js', import.meta.url).pathname;
 
 /** Waits (up to 10 s) until every parser thread has exited. */
 async function threadsEnded(): Promise<void> {

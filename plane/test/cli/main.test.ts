@@ -48,7 +48,7 @@ describe('sluice connectors', () => {
       ['materialize-sqlserver', 'materialize', 'ghcr.io/sluice-dev/materialize-sqlserver:v2'],
       ['materialize-sqlite', 'materialize', 'ghcr.io/sluice-dev/materialize-sqlite:v1'],
     ]);
-    assert.ok(rows.every((x) => x.bin.endsWith(`/connectors/${x.name}/bin/${x.name}.ts`)));
+    assert.ok(rows.every((x) => /\/connectors\/([^/]+)\/bin\/\1\.(ts|js)$/.test(x.bin) && x.bin.includes(`/connectors/${x.name}/`)));
   });
 });
 
