@@ -1,8 +1,11 @@
 // Validation of endpoint and resource configuration against a connector's own JSON Schemas (ajv):
 // defaults applied, every problem reported together in one message naming JSON pointers, and no
 // configuration value ever echoed (values may be secrets).
-import { createRequire } from 'node:module';
-import { Ajv } from 'ajv';
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { createRequire, getCompileCacheDir } from 'node:module';
+import { dirname, join } from 'node:path';
+import { _, Ajv } from 'ajv';
 import type { AnySchema, ErrorObject, Format, Options, ValidateFunction } from 'ajv';
 import type { Ajv2019 } from 'ajv/dist/2019.js';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
@@ -38,6 +41,9 @@ function addFormats(ajv: AjvInstance): void {
 
 function ajvOptions(metaSchema = false): Options {
   return {
+    // Keep the generated code, so a compiled validator can be cached (see validatorCache below); its
+    // formats come from ajv-formats' table, as addFormats gives them.
+    code: { source: true, formats: _`require("ajv-formats/dist/formats.js").fullFormats` },
     // Checking a schema against the JSON Schema meta-schema compiles the meta-schema first (~40 ms of
     // every connector start): validators skip it; checkSchema does it, at `spec` and in the tests.
     validateSchema: metaSchema,
@@ -127,6 +133,64 @@ export function formatSchemaErrors(errors: readonly ErrorObject[]): string {
   return [...seen].join('; ');
 }
 
+// ---- Compiled validators, cached ---------------------------------------------------------------------
+// Compiling a connector's endpoint schema costs ~40 ms of every connector start (http-file's). When Node's
+// module compile cache is on (the bins turn it on; NODE_DISABLE_COMPILE_CACHE=1 turns it off), the
+// validator's generated code (ajv "standalone" code) is kept beside it, keyed by the ajv version and the
+// schema, and later starts load it instead of compiling. The cache is trusted as Node's own is.
+
+const CACHE_FORMAT = 1;
+let ajvVersion: string | undefined;
+
+function cacheFile(schema: JsonSchema): string | null {
+  const dir = getCompileCacheDir();
+  if (dir === undefined) return null;
+  ajvVersion ??= (requireCjs('ajv/package.json') as { version: string }).version;
+  const key = createHash('sha256').update(`${CACHE_FORMAT}\0${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 40);
+  return join(dir, 'sluice-ajv', `${key}.cjs`);
+}
+
+function loadCached(file: string): ValidateFunction | null {
+  let code: string;
+  try {
+    code = readFileSync(file, 'utf8');
+  } catch {
+    return null;
+  }
+  try {
+    const module = { exports: {} as unknown };
+    // ajv's generated validator code, as storeCached wrote it (a CommonJS module).
+    new Function('module', 'exports', 'require', code)(module, module.exports, requireCjs);
+    return typeof module.exports === 'function' ? module.exports as ValidateFunction : null;
+  } catch {
+    return null; // unreadable or stale: compile instead
+  }
+}
+
+function storeCached(file: string, ajv: AjvInstance, validate: ValidateFunction): void {
+  try {
+    const standaloneCode = (requireCjs('ajv/dist/standalone/index.js') as { default: (a: AjvInstance, v: ValidateFunction) => string }).default;
+    const code = standaloneCode(ajv, validate);
+    mkdirSync(dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    writeFileSync(tmp, code);
+    renameSync(tmp, file);
+  } catch {
+    // A read-only or missing cache only costs the compile next time.
+  }
+}
+
+/** Compiles `schema` (or loads its cached code); throws what ajv throws for a broken schema. */
+function compileValidator(schema: JsonSchema, metaSchema: boolean): ValidateFunction {
+  const file = metaSchema ? null : cacheFile(schema);
+  const cached = file === null ? null : loadCached(file);
+  if (cached !== null) return cached;
+  const ajv = newAjv(schema, metaSchema);
+  const validate = ajv.compile(schema as AnySchema);
+  if (file !== null) storeCached(file, ajv, validate);
+  return validate;
+}
+
 /** A compiled configuration schema. */
 export class ConfigValidator {
   readonly schema: JsonSchema;
@@ -139,7 +203,7 @@ export class ConfigValidator {
   constructor(schema: JsonSchema, label: string, metaSchema = false) {
     this.schema = schema;
     try {
-      this.validateFn = newAjv(schema, metaSchema).compile(schema as AnySchema);
+      this.validateFn = compileValidator(schema, metaSchema);
     } catch (err) {
       throw brokenSchema(label, err);
     }
