@@ -50,7 +50,11 @@ export class CsvTokenizer {
   /** A \r ended the previous push in CRLF mode: a leading \n belongs to it. */
   #pendingCR = false;
 
-  constructor(dialect: CsvDialect) {
+  /** Rows come with empty strings for their fields (detection counts fields; it needs no values). */
+  readonly #countOnly: boolean;
+
+  constructor(dialect: CsvDialect, options: { countOnly?: boolean } = {}) {
+    this.#countOnly = options.countOnly === true;
     if (dialect.delimiter.length !== 1) throw new ConfigError(`CSV delimiter must be a single character, got ${JSON.stringify(dialect.delimiter)}`);
     this.#delim = dialect.delimiter.charCodeAt(0);
     this.#quote = dialect.quote ? dialect.quote.charCodeAt(0) : -1;
@@ -88,6 +92,7 @@ export class CsvTokenizer {
     const E = this.#escape;
     const crlf = this.#crlf;
     const T = this.#term;
+    const keep = !this.#countOnly;
     let pos = 0;
     let line = this.#line;
     if (this.#pendingCR && n > 0) {
@@ -122,12 +127,12 @@ export class CsvTokenizer {
             const c = s.charCodeAt(i);
             if (c === E && E !== -1) {
               if (i + 1 >= n) break; // need the escaped char
-              value += s.charCodeAt(i + 1) === Q ? s[i + 1] : s.slice(i, i + 2);
+              if (keep) value += s.charCodeAt(i + 1) === Q ? s[i + 1] : s.slice(i, i + 2);
               i += 2;
               continue;
             }
             if (c === Q) {
-              if (i + 1 < n && s.charCodeAt(i + 1) === Q) { value += s[i]; i += 2; continue; }
+              if (i + 1 < n && s.charCodeAt(i + 1) === Q) { if (keep) value += s[i]; i += 2; continue; }
               if (i + 1 >= n && !final) break; // a doubled quote may follow in the next chunk
               closed = true;
               i++;
@@ -142,7 +147,7 @@ export class CsvTokenizer {
             }
             const run = s.slice(i, j);
             if (crlf ? run.indexOf('\n') !== -1 || run.indexOf('\r') !== -1 : run.indexOf(String.fromCharCode(T)) !== -1) line += countLines(run, crlf, T);
-            value += run;
+            if (keep) value += run;
             i = j;
           }
           if (!closed) {
@@ -156,7 +161,7 @@ export class CsvTokenizer {
             if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
             j++;
           }
-          if (j > i) value += s.slice(i, j);
+          if (j > i && keep) value += s.slice(i, j);
           pos = j;
           fields.push(value);
         } else {
@@ -166,7 +171,7 @@ export class CsvTokenizer {
             if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
             j++;
           }
-          fields.push(s.slice(pos, j));
+          fields.push(keep ? s.slice(pos, j) : '');
           pos = j;
         }
         if (pos >= n) {
@@ -250,7 +255,7 @@ export function detectDialect(sample: string, complete: boolean, pinned: { quote
   let best: Scored | null = null;
   for (const quote of quotes) {
     for (const delimiter of delimiters) {
-      const tok = new CsvTokenizer({ delimiter, quote, escape: pinned.escape, lineEnding: pinned.lineEnding });
+      const tok = new CsvTokenizer({ delimiter, quote, escape: pinned.escape, lineEnding: pinned.lineEnding }, { countOnly: true });
       let rows: CsvRow[];
       try {
         rows = tok.push(sample);
