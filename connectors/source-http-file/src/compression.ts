@@ -4,7 +4,9 @@
 // incremental core that yields one member at a time (hidden members skipped).
 import { Readable, pipeline } from 'node:stream';
 import { createGunzip, createZstdDecompress } from 'node:zlib';
-import { Unzip, UnzipInflate } from 'fflate';
+import { createRequire } from 'node:module';
+import type * as Fflate from 'fflate';
+import type { Unzip } from 'fflate';
 import type { Compression } from './schema.ts';
 import { DecodeError } from './errors.ts';
 
@@ -62,9 +64,13 @@ export function isHiddenZipMember(name: string): boolean {
   return (parts[parts.length - 1] ?? '').startsWith('.');
 }
 
+// fflate loads with the first zip file (a few ms of every start otherwise).
+const requireCjs = createRequire(import.meta.url);
+let fflate: typeof Fflate | undefined;
+
 /** Zip bytes in → member events out, across any chunk boundary. */
 export class ZipSplitter {
-  readonly #unzip = new Unzip();
+  readonly #unzip: Unzip;
   #events: Decompressed[] = [];
   #error: Error | null = null;
   #open: string | null = null;
@@ -72,7 +78,9 @@ export class ZipSplitter {
   #bytes = 0;
 
   constructor() {
-    this.#unzip.register(UnzipInflate);
+    fflate ??= requireCjs('fflate') as typeof Fflate;
+    this.#unzip = new fflate.Unzip();
+    this.#unzip.register(fflate.UnzipInflate);
     this.#unzip.onfile = (file) => {
       if (isHiddenZipMember(file.name)) return; // not started: its data is skipped
       this.#events.push({ member: file.name });
