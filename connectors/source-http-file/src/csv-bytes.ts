@@ -25,6 +25,7 @@ const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 const HEX = '0123456789abcdef';
 const NONE: DecodedRecord[] = [];
+const EMPTY = new Uint8Array(0);
 
 /**
  * What JSON.stringify writes for each byte of a string's UTF-8: 0 = the byte itself, else the escape.
@@ -86,7 +87,7 @@ export class CsvByteDecoder implements RecordDecoder {
     this.#charset = options.charset;
     this.#sink = options.sink;
     this.#dt = options.datetimes;
-    this.#start = new CsvRecordParser<DecodedRecord>({ config: options.config, datetimes: options.datetimes, jsonText: true, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
+    this.#start = new CsvRecordParser<DecodedRecord>({ config: options.config, datetimes: options.datetimes, jsonText: true, handOffAfterHeader: true, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
   }
 
   /** True once this tokenizer took over from the string path. */
@@ -99,7 +100,8 @@ export class CsvByteDecoder implements RecordDecoder {
     if (start !== null) {
       const text = this.#charset.push(chunk);
       const records = text.length ? start.push(text) : NONE;
-      this.#tryHandOff(start);
+      // The string path stops after the header row: the rows of this chunk are parsed here, now.
+      if (this.#tryHandOff(start) && this.#carryLength > 0) this.#parse(EMPTY, false);
       return records;
     }
     if (this.#deferred) throw this.#deferred;
@@ -139,9 +141,9 @@ export class CsvByteDecoder implements RecordDecoder {
     return this.#start !== null ? this.#start.resumeConfig() : this.#resume;
   }
 
-  #tryHandOff(start: CsvRecordParser<DecodedRecord>): void {
+  #tryHandOff(start: CsvRecordParser<DecodedRecord>): boolean {
     const h: CsvHandOff | null = start.handOff();
-    if (h === null) return;
+    if (h === null) return false;
     this.#start = null;
     const d = h.dialect;
     this.#delim = d.delimiter.charCodeAt(0);
@@ -164,6 +166,7 @@ export class CsvByteDecoder implements RecordDecoder {
     this.#pendingCR = h.pendingCR;
     this.#textBytes = h.textBytes;
     this.#skippedBytes = h.skippedBytes;
+    return true;
   }
 
   /** Tokenizes `bytes` after the carried incomplete row; writes complete rows to the sink. */

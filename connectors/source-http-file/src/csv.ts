@@ -63,9 +63,15 @@ export class CsvTokenizer {
     this.#term = this.#crlf ? -1 : dialect.lineEnding.charCodeAt(0);
   }
 
-  push(text: string): CsvRow[] {
+  /** Rows completed by `text`; with `maxRows`, stops after that many (the rest stays for the next call). */
+  push(text: string, maxRows = Infinity): CsvRow[] {
     if (text.length === 0) return [];
     this.#buf = this.#buf.length ? this.#buf + text : text;
+    return this.#parse(false, maxRows);
+  }
+
+  /** Continues a push that stopped at its `maxRows`. */
+  resume(): CsvRow[] {
     return this.#parse(false);
   }
 
@@ -83,7 +89,7 @@ export class CsvTokenizer {
     return this.#parse(true);
   }
 
-  #parse(final: boolean): CsvRow[] {
+  #parse(final: boolean, maxRows = Infinity): CsvRow[] {
     const s = this.#buf;
     const n = s.length;
     const rows: CsvRow[] = [];
@@ -102,6 +108,7 @@ export class CsvTokenizer {
     let consumed = pos;
     let consumedLine = line;
     rows: while (pos < n) {
+      if (rows.length >= maxRows) break;
       const rowStart = pos;
       const rowLine = line;
       // Blank line: skipped.
@@ -328,6 +335,11 @@ export interface CsvRecordOptions {
    * when the header names allow it (otherwise objects). Use with `CsvRecordParser<DecodedRecord>`.
    */
   jsonText?: boolean;
+  /**
+   * Once the dialect is detected, tokenize only the header row (if the file has one) and keep the rest
+   * of the text unparsed, so that another tokenizer can take over from there (handOff, csv-bytes.ts).
+   */
+  handOffAfterHeader?: boolean;
 }
 
 /**
@@ -367,7 +379,10 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
     this.#skipLinesLeft = config.skipLines ?? 0;
     this.#onSkipped = options.onSkippedRow ?? (() => {});
     this.#jsonText = options.jsonText === true;
+    this.#handOffAfterHeader = options.handOffAfterHeader === true;
   }
+
+  readonly #handOffAfterHeader: boolean;
 
   /** The dialect in use, once detected. */
   dialect: CsvDialect | null = null;
@@ -455,6 +470,12 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
     this.#tokenizer = new CsvTokenizer(this.dialect);
     const text = this.#pending;
     this.#pending = '';
+    if (this.#handOffAfterHeader && !complete) {
+      const first = this.#rows(this.#tokenizer.push(text, this.#headers === null ? 1 : 0), false);
+      // Headers that keep the file here (no JSON text for them): the rest of the sample is parsed now.
+      if (this.handOff() !== null || this.#deferred) return first;
+      return first.concat(this.#rows(this.#tokenizer.resume(), false));
+    }
     return this.#rows(this.#tokenizer.push(text), false);
   }
 
