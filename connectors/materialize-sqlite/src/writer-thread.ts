@@ -99,16 +99,24 @@ export function liveWriterThreads(): number {
 
 interface Spawned { worker: Worker; error?: Error; exited: boolean }
 let prestarted: Spawned | undefined;
+const running = new Set<Worker>();
+
+/** Terminates every writer thread now, as if it had died (tests: a session must fail without committing). */
+export async function terminateWriterThreads(): Promise<void> {
+  await Promise.all([...running].map((w) => w.terminate()));
+}
 
 function spawnWriter(): Spawned {
   const worker = new Worker(WORKER_URL, { stdout: false, stderr: false });
   live++;
+  running.add(worker);
   // Never keeps the process alive by itself (held only while it owes an answer, see #hold).
   worker.unref();
   const s: Spawned = { worker, exited: false };
   worker.on('error', (err) => { s.error ??= err; });
   worker.once('exit', () => {
     live--;
+    running.delete(worker);
     s.exited = true;
   });
   return s;

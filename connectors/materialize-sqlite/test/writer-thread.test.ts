@@ -14,7 +14,7 @@ import type { CollectionSpec, DecodedStore, JsonObject, MaterializationSpec } fr
 import { SqlError } from '@sluice/materialize-sql';
 import type { ResourceConfig } from '../src/config.ts';
 import { materializeSqlite } from '../src/connector.ts';
-import { liveWriterThreads } from '../src/writer-thread.ts';
+import { liveWriterThreads, terminateWriterThreads } from '../src/writer-thread.ts';
 import { binding, materialization, proj } from './helpers/fixtures.ts';
 import { unary } from './helpers/driver.ts';
 
@@ -211,4 +211,31 @@ test('transactor: a store loop still running when the transactor is closed write
       delete process.env['SLUICE_SQLITE_WRITER_THREAD'];
     }
   }
+});
+
+test('a writer thread that dies mid-transaction fails the session with a named error; nothing of it is committed', async () => {
+  const { path, open } = await applied('died.db');
+  const before = liveWriterThreads();
+  let reachedPause!: () => void;
+  const paused = new Promise<void>((resolve) => { reachedPause = resolve; });
+  let resume!: () => void;
+  const resumed = new Promise<void>((resolve) => { resume = resolve; });
+  async function* input(): AsyncGenerator<string> {
+    yield [open, '{"acknowledge":{}}', '{"flush":{}}', ...stores(0, 1000), commit(1), '{"acknowledge":{}}', '{"flush":{}}', ...stores(1000, 3000)].map((l) => `${l}\n`).join('');
+    reachedPause();
+    await resumed;
+    yield [...stores(3000, 4000), commit(2), '{"acknowledge":{}}'].map((l) => `${l}\n`).join('');
+  }
+  const served = serve(input());
+  await paused;
+  // Let the first commit finish and the second transaction's stores reach the thread, then kill it.
+  for (let i = 0; i < 200 && state(path).rows < 1000; i++) await new Promise((r) => setTimeout(r, 20));
+  await terminateWriterThreads();
+  resume();
+  const { out, error } = await served;
+  assert.ok(error instanceof SqlError, String(error));
+  assert.match(error.message, /writer thread exited/);
+  assert.equal(out.split('\n').filter((l) => l.startsWith('{"startedCommit"')).length, 1, 'only the first commit started');
+  assert.deepEqual(state(path), { rows: 1000, checkpoint: checkpoint(1) });
+  assert.equal(liveWriterThreads(), before, 'no thread left');
 });
