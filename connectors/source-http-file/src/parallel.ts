@@ -194,7 +194,7 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
   });
   worker.on('error', (err: Error & { code?: string }) => {
     fail(err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-      ? new Error(`the parser thread ran out of memory (its limits: ${JSON.stringify(WORKER_RESOURCE_LIMITS)}); set SLUICE_HTTP_FILE_WORKER=0 to parse on the main thread`, { cause: err })
+      ? new Error(`the parser thread ran out of memory (its limits: ${JSON.stringify(WORKER_RESOURCE_LIMITS)}); unset SLUICE_HTTP_FILE_WORKER (or set it to 0) to parse on the main thread`, { cause: err })
       : err);
   });
   worker.on('exit', (code) => {
