@@ -183,11 +183,7 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
     const body = first.body;
     switch (first.variant) {
       case 'spec': {
-        // Checking the schemas surfaces a broken connector schema here rather than at validate time; the
-        // validators are compiled too (and cached with the compile cache, e.g. when an image is built).
         schemas.check();
-        void schemas.configValidator;
-        void schemas.resourceValidator;
         await io.writer.write({ spec: captureSpecResponse(connector) });
         break;
       }

@@ -279,9 +279,15 @@ export class ConnectorSchemas {
     this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config');
     return this.resource;
   }
-  /** Checks both schemas against their meta-schema (for `spec`: a broken schema surfaces there). */
+  /**
+   * For `spec`: checks both schemas against their meta-schema, so a broken connector schema surfaces there
+   * rather than at validate time, and compiles the validators (cached with the compile cache, e.g. when an
+   * image is built).
+   */
   check(): void {
     checkSchema(this.schemas.configSchema, 'endpoint config');
     checkSchema(this.schemas.resourceConfigSchema, 'resource config');
+    void this.configValidator;
+    void this.resourceValidator;
   }
 }

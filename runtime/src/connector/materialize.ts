@@ -249,8 +249,7 @@ export async function serveMaterialize<Config = JsonObject, Resource = JsonObjec
     const base = { log: io.log, signal: io.controller.signal };
     switch (first.variant) {
       case 'spec':
-        void schemas.configValidator;
-        void schemas.resourceValidator;
+        schemas.check();
         await io.writer.write({ spec: materializeSpecResponse(connector) });
         break;
       case 'validate': {
