@@ -22,6 +22,7 @@ import { pipeline } from 'node:stream/promises';
 import { parse as csvParse } from 'csv-parse/sync';
 import { CsvRecordParser } from '../connectors/source-http-file/src/csv.ts';
 import { DatetimeNormalizer } from '../connectors/source-http-file/src/datetime.ts';
+import { shebangNodeFlags } from '../plane/src/registry.ts';
 import { createHttpFileConnector } from '../connectors/source-http-file/src/index.ts';
 
 // Child mode: the connector's open() in-process, JSON lines to stdout, no runtime.
@@ -69,7 +70,7 @@ const PROF_FLAGS = argProf > 0 ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[a
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.js', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
 /** The V8 flags of the bin's shebang (`#!/usr/bin/env -S node <flags>`), passed to every child we spawn. */
-const V8_FLAGS = (readFileSync(BIN, 'utf8').split('\n')[0] ?? '').split(' ').filter((a) => a.startsWith('--'));
+const V8_FLAGS = shebangNodeFlags(BIN);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
 const csvPath = join(dir, 'rides.csv');
 

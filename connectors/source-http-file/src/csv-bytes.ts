@@ -90,11 +90,6 @@ export class CsvByteDecoder implements RecordDecoder {
     this.#start = new CsvRecordParser<DecodedRecord>({ config: options.config, datetimes: options.datetimes, jsonText: true, handOffAfterHeader: true, ...(options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {}) });
   }
 
-  /** True once this tokenizer took over from the string path. */
-  get handedOff(): boolean {
-    return this.#start === null;
-  }
-
   push(chunk: Uint8Array): DecodedRecord[] {
     const start = this.#start;
     if (start !== null) {

@@ -4,20 +4,6 @@
 // dropped and others are written with 3, 6 or 9 digits. Anything else is left untouched.
 import type { JsonValue } from '@sluice/runtime';
 
-function digits(s: string, at: number, count: number): boolean {
-  for (let k = at; k < at + count; k++) {
-    const c = s.charCodeAt(k);
-    if (c < 48 || c > 57) return false;
-  }
-  return true;
-}
-
-function num(s: string, at: number, count: number): number {
-  let v = 0;
-  for (let k = at; k < at + count; k++) v = v * 10 + (s.charCodeAt(k) - 48);
-  return v;
-}
-
 function digitBytes(s: Uint8Array, at: number, count: number): boolean {
   for (let k = at; k < at + count; k++) {
     const c = s[k] as number;
@@ -31,6 +17,9 @@ function numBytes(s: Uint8Array, at: number, count: number): number {
   for (let k = at; k < at + count; k++) v = v * 10 + ((s[k] as number) - 48);
   return v;
 }
+
+/** Holds string()'s normalised form (bytesInto writes it quoted). */
+let scratch = Buffer.allocUnsafe(64);
 
 /** Parses a `±HH:MM` offset; returns minutes or null when malformed. */
 export function parseOffset(offset: string): number | null {
@@ -65,52 +54,19 @@ export class DatetimeNormalizer {
 
   /** Returns the normalised string, or the input unchanged when it is not a whole timestamp. */
   string(s: string): string {
-    // Hand-written matcher (hot path: every CSV value): cheap rejection on the first characters.
+    // Cheap rejection on the string (hot path: every CSV value of the string path, every JSON string);
+    // the rules themselves are bytesInto's, on the UTF-8 bytes (the pattern is ASCII, so they match
+    // exactly when the string does).
     const n = s.length;
     if (n < 19 || s.charCodeAt(4) !== 45 || s.charCodeAt(7) !== 45) return s;
-    if (!digits(s, 0, 4) || !digits(s, 5, 2) || !digits(s, 8, 2)) return s;
-    let i = 10;
-    if (s.charCodeAt(i) === 84) i++; // T
-    if (s.charCodeAt(i) === 32) i++; // space
-    if (i + 8 > n || s.charCodeAt(i + 2) !== 58 || s.charCodeAt(i + 5) !== 58 || !digits(s, i, 2) || !digits(s, i + 3, 2) || !digits(s, i + 6, 2)) return s;
-    const timeAt = i;
-    i += 8;
-    let fracStart = -1;
-    let fracEnd = -1;
-    if (i < n && s.charCodeAt(i) === 46) {
-      fracStart = i + 1;
-      let j = fracStart;
-      while (j < n && s.charCodeAt(j) >= 48 && s.charCodeAt(j) <= 57) j++;
-      if (j === fracStart) return s;
-      fracEnd = j;
-      i = j;
-    }
-    let offset: string;
-    if (i === n) offset = this.#defaultOffset;
-    else {
-      const c = s.charCodeAt(i);
-      if ((c === 90 || c === 122) && i + 1 === n) offset = 'Z';
-      else if ((c === 43 || c === 45) && i + 6 === n) {
-        const minutes = parseOffset(s.slice(i));
-        if (minutes === null) return s;
-        offset = formatOffset(minutes);
-      } else return s;
-    }
-    const month = num(s, 5, 2);
-    const day = num(s, 8, 2);
-    if (month < 1 || month > 12 || day < 1 || day > daysInMonth(num(s, 0, 4), month)) return s;
-    if (num(s, timeAt, 2) > 23 || num(s, timeAt + 3, 2) > 59 || num(s, timeAt + 6, 2) > 60) return s;
-    let fraction = '';
-    if (fracStart !== -1) {
-      const frac = s.slice(fracStart, fracEnd);
-      const nine = frac.length > 9 ? frac.slice(0, 9) : frac.padEnd(9, '0');
-      if (nine !== '000000000') fraction = `.${nine.endsWith('000000') ? nine.slice(0, 3) : nine.endsWith('000') ? nine.slice(0, 6) : nine}`;
-    }
-    return `${s.slice(0, 10)}T${s.slice(timeAt, timeAt + 8)}${fraction}${offset}`;
+    const src = Buffer.from(s, 'utf8');
+    if (scratch.length < src.length + 16) scratch = Buffer.allocUnsafe(src.length + 16);
+    const end = this.bytesInto(src, 0, src.length, scratch, 0);
+    return end === -1 ? s : scratch.toString('latin1', 1, end - 1);
   }
 
   /**
-   * The same rewrite on the UTF-8 bytes src[a, b): when they are a whole timestamp, writes its normalised
+   * The rewrite on the UTF-8 bytes src[a, b) (the CSV byte path; string() too): when they are a whole timestamp, writes its normalised
    * form as a JSON string (quoted) into `out` at `o` (room for b − a + 16 bytes needed) and returns the
    * index after it; otherwise returns −1 and writes nothing. (The pattern is ASCII, so bytes match it
    * exactly when the string does.)

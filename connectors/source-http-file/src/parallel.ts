@@ -49,18 +49,15 @@ export interface SerializedError {
   cause?: { name: string; message: string };
 }
 
-/** A batch as the worker posts it (lines.ts FramedBatch; `lines` is a buffer the worker transferred). */
-export type WorkerBatch = FramedBatch;
-
 /** `bodyFailed`: the body broke after the chunks already sent (the worker's input throws there, as the body would). */
 export type MainToWorker = { t: 'init'; init: WorkerInit } | { t: 'chunk'; data: Uint8Array } | { t: 'end' } | { t: 'bodyFailed' } | { t: 'credit' } | { t: 'recycle'; buffer: ArrayBuffer };
 
 /** A batch as parseInWorker yields it: call `written` once its lines are written, so the worker reuses their buffer. */
-export interface ParsedBatch extends WorkerBatch {
+export interface ParsedBatch extends FramedBatch {
   written: (err?: Error | null) => void;
 }
 export type WorkerToMain =
-  | ({ t: 'batch' } & WorkerBatch)
+  | ({ t: 'batch' } & FramedBatch) // `lines`: a buffer the worker transferred
   | { t: 'ack' }
   | { t: 'log'; message: string }
   | { t: 'skipped'; error: SerializedError }
