@@ -271,13 +271,19 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   const lazyMeta = { get value() { return metaOf(config, info ?? head); } };
   const bodyIt = body[Symbol.asyncIterator]();
   const firstChunk = await bodyIt.next();
+  // Returning the replay returns the body (which destroys the response): a parse error mid-body must
+  // not leave the request to the session's abort, whose AbortError would then mask the parse error.
   const replay = (async function* () {
-    if (!firstChunk.done) yield firstChunk.value;
-    else return;
-    while (true) {
-      const r = await bodyIt.next();
-      if (r.done) return;
-      yield r.value;
+    try {
+      if (!firstChunk.done) yield firstChunk.value;
+      else return;
+      while (true) {
+        const r = await bodyIt.next();
+        if (r.done) return;
+        yield r.value;
+      }
+    } finally {
+      await bodyIt.return?.(undefined);
     }
   })();
   const meta = lazyMeta.value;
@@ -366,12 +372,16 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       const it = body[Symbol.asyncIterator]();
       const first = await it.next();
       const replay = (async function* () {
-        if (first.done) return;
-        yield first.value;
-        while (true) {
-          const r = await it.next();
-          if (r.done) return;
-          yield r.value;
+        try {
+          if (first.done) return;
+          yield first.value;
+          while (true) {
+            const r = await it.next();
+            if (r.done) return;
+            yield r.value;
+          }
+        } finally {
+          await it.return?.(undefined);
         }
       })();
       const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser);
