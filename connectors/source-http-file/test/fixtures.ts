@@ -101,3 +101,10 @@ message FeedMessage { repeated FeedEntity entity = 1; uint64 header_time = 2; }
 `;
 
 export { gzipSync, zstdCompressSync, zipSync };
+
+// A CloudFront-style log written for these tests: a #Version line, #Fields, one tab-separated row.
+export const W3C_LOG = '#Version: 1.0\n#Fields: date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer) cs(User-Agent) cs-uri-query time-taken\n' +
+  '2024-03-05\t08:15:02\tams1\t2211\t192.0.2.10\tGET\tfiles.example.test\t/a.csv\t404\t-\tcurl/8.5.0\t-\t0.031\n';
+
+// Japanese prefecture names as CSV (header: two columns), for Shift_JIS detection; encode with iconv-lite.
+export const JAPANESE_CSV = '県名,県庁所在地\n山形県,山形市\n北海道,札幌市\n東京都,新宿区\n大阪府,大阪市\n沖縄県,那覇市\n福岡県,福岡市\n静岡県,静岡市\n宮城県,仙台市\n愛知県,名古屋市\n';
