@@ -140,6 +140,9 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.ok((info.Config.Env ?? []).includes('NODE_COMPILE_CACHE=/app/.node-compile-cache'), `NODE_COMPILE_CACHE is not set: ${JSON.stringify(info.Config.Env)}`);
       // The compile cache was filled at build time (the image's start skips TypeScript stripping).
       assert.match(await shell(image.name, 'find /app/.node-compile-cache -type f | wc -l'), /^[1-9]\d*\s*$/);
+      // Config validators were precompiled at build time into a root-owned directory the runtime user cannot write.
+      assert.ok((info.Config.Env ?? []).includes('SLUICE_VALIDATOR_CACHE=/app/.sluice-validators'), `SLUICE_VALIDATOR_CACHE is not set: ${JSON.stringify(info.Config.Env)}`);
+      assert.match(await shell(image.name, 'stat -c "%u %a" /app/.sluice-validators; find /app/.sluice-validators -name "*.cjs" | wc -l'), /^0 755\n[1-9]\d*\s*$/);
       assert.equal(info.Config.User, '1000:1000');
       assert.equal((await shell(image.name, 'id -u; node --version')).trim().split('\n').join(' ').replace(/\.\d+\.\d+$/, ''), '1000 v24');
       console.log(`# ${image.name}: ${(info.Size / 1e6).toFixed(1)} MB`);

@@ -44,11 +44,11 @@ describe('serveCapture: malformed and out-of-order input', () => {
     const { out, error } = await serve(serveCapture, capture, [{ discover: { config: { apiKey: 42, count: -1, secretish: 'hunter2' } } }]);
     assert.deepEqual(out, []);
     assert.equal(error?.name, 'ConfigError');
-    assert.equal(error?.message, 'Invalid endpoint config (3 problems): /secretish is not an allowed property; /apiKey must be of type string; /count must be >= 0');
+    assert.equal(error?.message, 'Invalid endpoint config (3 problems): /secretish is not an allowed property; allowed: apiKey, greeting, count, failWith, delayMs; /apiKey must be of type string; /count must be >= 0');
   });
   it('invalid resource config names the binding', async () => {
     const { error } = await serve(serveCapture, capture, [{ validate: { name: 'a/b', config: { apiKey: 'k' }, bindings: [{ resourceConfig: { name: 'ok' }, collection: { name: 'a/ok' } }, { resourceConfig: { nam: 'x' }, collection: { name: 'a/bad' } }] } }]);
-    assert.equal(error?.message, 'Invalid resource config of binding 1 (a/bad) (2 problems): /name is required; /nam is not an allowed property');
+    assert.equal(error?.message, "Invalid resource config of binding 1 (a/bad) (1 problem): /nam is not an allowed property; did you mean 'name'?");
   });
 });
 

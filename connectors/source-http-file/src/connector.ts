@@ -357,6 +357,9 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
   return {
     configSchema: configSchema as unknown as JsonSchema,
     resourceConfigSchema: resourceSchema as unknown as JsonSchema,
+    // Upstream's parser struct decodes these too (its schema does not list them): the runtime refuses every
+    // other key the schema does not name.
+    configKeysBeyondSchema: { '/parser': PARSER_KEYS.filter((k) => !['format', 'compression', 'defaultOffset'].includes(k)) },
     documentationUrl: DOCUMENTATION_URL,
     resourcePathPointers: ['/stream'],
 

@@ -95,9 +95,11 @@ describe('connector', () => {
     assert.match(refused.error?.message ?? '', /refused the HEAD request/);
   });
 
-  test('bad input: unknown config keys and invalid URL are one clear config error', async () => {
-    const run = await runProtocol(connector, [openRequest({ url: 'nope', extra: 1, parser: { bogus: true } })]);
-    assert.equal(run.error?.message, "Invalid endpoint config: unknown endpoint config property 'extra' (allowed: url, credentials, parser, headers); unknown parser property 'bogus'; URL is invalid: 'nope' (Invalid URL); give a complete URL such as https://example.com/data.csv");
+  test('bad input: unknown config keys (named by the runtime, with the nearest name) and an invalid URL are clear config errors', async () => {
+    const run = await runProtocol(connector, [openRequest({ url: 'nope', extra: 1, parser: { bogus: true, adValues: true } })]);
+    assert.equal(run.error?.message, "Invalid endpoint config (3 problems): /extra is not an allowed property; allowed: url, credentials, parser, headers; /parser/bogus is not an allowed property; allowed: compression, format, defaultOffset, addRecordOffset, addValues, filename, contentType, contentEncoding; /parser/adValues is not an allowed property; did you mean 'addValues'?");
+    const url = await runProtocol(connector, [openRequest({ url: 'nope', parser: { addValues: false } })]);
+    assert.equal(url.error?.message, "Invalid endpoint config: URL is invalid: 'nope' (Invalid URL); give a complete URL such as https://example.com/data.csv");
   });
 
   const formats: [string, object | undefined, (f: string) => JsonObject[]][] = [

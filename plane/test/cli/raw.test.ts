@@ -68,7 +68,7 @@ describe('sluice raw: failures (exit 1, one clear line)', () => {
     const r = await sluice(['raw', 'discover', '--config', bad, ...capture]);
     assert.equal(r.code, 1);
     assert.equal(r.stdout, '');
-    assert.equal(r.stderrLines.at(-1), 'sluice raw: Invalid endpoint config (2 problems): /password is not an allowed property; /apiKey must be of type string');
+    assert.equal(r.stderrLines.at(-1), 'sluice raw: Invalid endpoint config (2 problems): /password is not an allowed property; allowed: apiKey, greeting, count, failWith, delayMs; /apiKey must be of type string');
     assert.doesNotMatch(r.stderr, /hunter2/);
   });
   it('a fixture naming a collection no binding reads', async () => {

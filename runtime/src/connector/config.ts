@@ -1,16 +1,21 @@
 // Validation of endpoint and resource configuration against a connector's own JSON Schemas (ajv):
 // defaults applied, every problem reported together in one message naming JSON pointers, and no
 // configuration value ever echoed (values may be secrets).
-import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { createRequire, getCompileCacheDir } from 'node:module';
-import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
 import { _, Ajv } from 'ajv';
 import type { AnySchema, ErrorObject, Format, Options, ValidateFunction } from 'ajv';
 import type { Ajv2019 } from 'ajv/dist/2019.js';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { ConfigError, SluiceError } from '../errors.ts';
 import type { JsonObject, JsonSchema, JsonValue } from '../protocol/specs.ts';
+import { explainConfig, formatConfigProblem } from './config-errors.ts';
+import type { ExplainOptions } from './config-errors.ts';
+import { ValidatorCache, validatorCacheDir } from './validator-cache.ts';
+
+export { escapePointerToken, resolvePointer } from './json-pointer.ts';
+export { closestName, explainConfig, formatConfigProblem, reduceUnionErrors, unknownKeyProblems, IAM_INJECTED_KEYS } from './config-errors.ts';
+export type { ConfigProblem, ExplainOptions } from './config-errors.ts';
+export { ValidatorCache, validatorCacheDir, untrustedDir } from './validator-cache.ts';
 
 /**
  * Annotation keywords connector schemas use for UIs and for Flow (no validation meaning). Any keyword
@@ -95,99 +100,59 @@ function collectExtensionKeywords(node: JsonValue, seen: Set<string>, add: (k: s
   }
 }
 
-/** Escapes one JSON pointer token. */
-export function escapePointerToken(token: string): string {
-  return token.replaceAll('~', '~0').replaceAll('/', '~1');
+/** Formats ajv errors as one line (deduplicated, in order; unions reduced). */
+export function formatSchemaErrors(errors: readonly ErrorObject[], schema: JsonSchema = true, value?: JsonValue): string {
+  return explainConfig(schema, value, errors).map(formatConfigProblem).join('; ');
 }
 
-function describeError(e: ErrorObject): string {
-  const at = e.instancePath;
-  const where = at === '' ? '(root)' : at;
-  const params = e.params as Record<string, unknown>;
-  switch (e.keyword) {
-    case 'required':
-      return `${at}/${escapePointerToken(String(params['missingProperty']))} is required`;
-    case 'additionalProperties':
-      return `${at}/${escapePointerToken(String(params['additionalProperty']))} is not an allowed property`;
-    case 'unevaluatedProperties':
-      return `${at}/${escapePointerToken(String(params['unevaluatedProperty']))} is not an allowed property`;
-    case 'type':
-      return `${where} must be of type ${Array.isArray(params['type']) ? (params['type'] as string[]).join(' or ') : String(params['type'])}`;
-    case 'enum':
-      return `${where} must be one of ${(params['allowedValues'] as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
-    case 'const':
-      return `${where} must be ${JSON.stringify(params['allowedValue'])}`;
-    default:
-      // ajv messages name schema constraints (limits, patterns, formats), never the value.
-      return `${where} ${e.message ?? `fails "${e.keyword}"`}`;
-  }
-}
+// ---- Compiled validators, cached (validator-cache.ts: a per-user or build-time directory, checked) --------
 
-/** Formats ajv errors as one line (deduplicated, in order). */
-export function formatSchemaErrors(errors: readonly ErrorObject[]): string {
-  const seen = new Set<string>();
-  for (const e of errors) {
-    // "must match a schema in anyOf/oneOf" is implied by the branch errors when those are listed.
-    seen.add(describeError(e));
-  }
-  return [...seen].join('; ');
-}
-
-// ---- Compiled validators, cached ---------------------------------------------------------------------
-// Compiling a connector's endpoint schema costs ~40 ms of every connector start (http-file's). When Node's
-// module compile cache is on (the bins turn it on; NODE_DISABLE_COMPILE_CACHE=1 turns it off), the
-// validator's generated code (ajv "standalone" code) is kept beside it, keyed by the ajv version and the
-// schema, and later starts load it instead of compiling. The cache is trusted as Node's own is.
-
-const CACHE_FORMAT = 1;
 let ajvVersion: string | undefined;
+let cache: ValidatorCache | null | undefined;
 
-function cacheFile(schema: JsonSchema): string | null {
-  const dir = getCompileCacheDir();
-  if (dir === undefined) return null;
-  ajvVersion ??= (requireCjs('ajv/package.json') as { version: string }).version;
-  const key = createHash('sha256').update(`${CACHE_FORMAT}\0${ajvVersion}\0${JSON.stringify(schema)}`).digest('hex').slice(0, 40);
-  return join(dir, 'sluice-ajv', `${key}.cjs`);
+function validatorCache(): ValidatorCache | null {
+  if (cache === undefined) {
+    const dir = validatorCacheDir();
+    cache = dir === null ? null : new ValidatorCache(dir);
+  }
+  return cache;
 }
 
-function loadCached(file: string): ValidateFunction | null {
-  let code: string;
-  try {
-    code = readFileSync(file, 'utf8');
-  } catch {
-    return null;
-  }
+function loadCached(c: ValidatorCache, key: string): ValidateFunction | null {
+  const code = c.load(key);
+  if (code === null) return null;
   try {
     const module = { exports: {} as unknown };
-    // ajv's generated validator code, as storeCached wrote it (a CommonJS module).
+    // ajv's generated validator code, as store() wrote it (a CommonJS module), its MAC checked by load().
     new Function('module', 'exports', 'require', code)(module, module.exports, requireCjs);
     return typeof module.exports === 'function' ? module.exports as ValidateFunction : null;
   } catch {
-    return null; // unreadable or stale: compile instead
+    return null; // stale: compile instead
   }
 }
 
-function storeCached(file: string, ajv: AjvInstance, validate: ValidateFunction): void {
+function storeCached(c: ValidatorCache, key: string, ajv: AjvInstance, validate: ValidateFunction): void {
   try {
     const standaloneCode = (requireCjs('ajv/dist/standalone/index.js') as { default: (a: AjvInstance, v: ValidateFunction) => string }).default;
-    const code = standaloneCode(ajv, validate);
-    mkdirSync(dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    writeFileSync(tmp, code);
-    renameSync(tmp, file);
+    c.store(key, standaloneCode(ajv, validate));
   } catch {
-    // A read-only or missing cache only costs the compile next time.
+    // Code generation failing only costs the compile next time.
   }
 }
 
 /** Compiles `schema` (or loads its cached code); throws what ajv throws for a broken schema. */
 function compileValidator(schema: JsonSchema, metaSchema: boolean): ValidateFunction {
-  const file = metaSchema ? null : cacheFile(schema);
-  const cached = file === null ? null : loadCached(file);
-  if (cached !== null) return cached;
+  const c = metaSchema ? null : validatorCache();
+  let key = '';
+  if (c !== null) {
+    ajvVersion ??= (requireCjs('ajv/package.json') as { version: string }).version;
+    key = ValidatorCache.fileKey(JSON.stringify(schema), ajvVersion);
+    const cached = loadCached(c, key);
+    if (cached !== null) return cached;
+  }
   const ajv = newAjv(schema, metaSchema);
   const validate = ajv.compile(schema as AnySchema);
-  if (file !== null) storeCached(file, ajv, validate);
+  if (c !== null) storeCached(c, key, ajv, validate);
   return validate;
 }
 
@@ -195,13 +160,16 @@ function compileValidator(schema: JsonSchema, metaSchema: boolean): ValidateFunc
 export class ConfigValidator {
   readonly schema: JsonSchema;
   private readonly validateFn: ValidateFunction;
+  private readonly explain: ExplainOptions;
 
   /**
    * Throws (not userFacing) when the connector's own schema is broken: a bug in the connector. With
    * `metaSchema`, the schema is also checked against its JSON Schema meta-schema (see checkSchema).
+   * `explain.tolerate` names keys accepted beyond the schema (see config-errors.ts).
    */
-  constructor(schema: JsonSchema, label: string, metaSchema = false) {
+  constructor(schema: JsonSchema, label: string, metaSchema = false, explain: ExplainOptions = {}) {
     this.schema = schema;
+    this.explain = explain;
     try {
       this.validateFn = compileValidator(schema, metaSchema);
     } catch (err) {
@@ -210,16 +178,20 @@ export class ConfigValidator {
   }
 
   /**
-   * Validates a copy of `value` (absent = `{}`), applies defaults and returns it deeply frozen.
+   * Validates a copy of `value` (absent = `{}`), applies defaults and returns it deeply frozen. Unknown keys
+   * are refused at every level, with the nearest allowed name (config-errors.ts).
    * `subject` names what is validated, e.g. "endpoint config" or `resource config of binding 0`.
    */
   validate<T = JsonObject>(value: JsonValue | undefined, subject: string): T {
     const data = value === undefined ? {} : structuredClone(value);
-    if (!this.validateFn(data)) {
-      const errors = this.validateFn.errors ?? [];
-      const n = new Set(errors.map(describeError)).size;
-      throw new ConfigError(`Invalid ${subject} (${n} problem${n === 1 ? '' : 's'}): ${formatSchemaErrors(errors)}`, {
-        fields: { problems: errors.map(describeError) },
+    const valid = this.validateFn(data);
+    const errors = valid ? [] : [...(this.validateFn.errors ?? [])];
+    const problems = explainConfig(this.schema, data, errors, this.explain);
+    if (problems.length > 0) {
+      const lines = problems.map(formatConfigProblem);
+      const n = lines.length;
+      throw new ConfigError(`Invalid ${subject} (${n} problem${n === 1 ? '' : 's'}): ${lines.join('; ')}`, {
+        fields: { problems: lines },
       });
     }
     return deepFreeze(data) as T;
@@ -243,40 +215,32 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Resolves a JSON pointer (RFC 6901) in a JSON value; undefined when absent. */
-export function resolvePointer(doc: JsonValue | undefined, pointer: string): JsonValue | undefined {
-  if (pointer === '') return doc;
-  if (!pointer.startsWith('/')) return undefined;
-  let node = doc;
-  for (const raw of pointer.slice(1).split('/')) {
-    const token = raw.replaceAll('~1', '/').replaceAll('~0', '~');
-    if (Array.isArray(node)) {
-      if (!/^(0|[1-9][0-9]*)$/.test(token)) return undefined;
-      node = node[Number(token)];
-    } else if (typeof node === 'object' && node !== null) {
-      node = Object.hasOwn(node, token) ? node[token] : undefined;
-    } else {
-      return undefined;
-    }
-    if (node === undefined) return undefined;
-  }
-  return node;
+/** What ConnectorSchemas reads of a connector (ConnectorSpecInfo). */
+export interface ConnectorSchemaInfo {
+  configSchema: JsonSchema;
+  resourceConfigSchema: JsonSchema;
+  configKeysBeyondSchema?: Readonly<Record<string, readonly string[]>> | undefined;
+  resourceKeysBeyondSchema?: Readonly<Record<string, readonly string[]>> | undefined;
+}
+
+function tolerate(keys: Readonly<Record<string, readonly string[]>> | undefined): ExplainOptions {
+  return keys === undefined ? {} : { tolerate: keys };
 }
 
 /** The endpoint and resource validators of a connector, compiled on first use. */
 export class ConnectorSchemas {
   private config?: ConfigValidator;
   private resource?: ConfigValidator;
-  private readonly schemas: { configSchema: JsonSchema; resourceConfigSchema: JsonSchema };
-  constructor(schemas: { configSchema: JsonSchema; resourceConfigSchema: JsonSchema }) {
+  private readonly schemas: ConnectorSchemaInfo;
+  constructor(schemas: ConnectorSchemaInfo) {
     this.schemas = schemas;
   }
   get configValidator(): ConfigValidator {
-    this.config ??= new ConfigValidator(this.schemas.configSchema, 'endpoint config');
+    this.config ??= new ConfigValidator(this.schemas.configSchema, 'endpoint config', false, tolerate(this.schemas.configKeysBeyondSchema));
     return this.config;
   }
   get resourceValidator(): ConfigValidator {
-    this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config');
+    this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config', false, tolerate(this.schemas.resourceKeysBeyondSchema));
     return this.resource;
   }
   /**

@@ -30,6 +30,12 @@ export interface ConnectorSpecInfo {
   configSchema: JsonSchema;
   /** Resource (binding) configuration schema; validated the same way per binding. */
   resourceConfigSchema: JsonSchema;
+  /**
+   * Keys the connector accepts beyond its schemas, by the JSON pointer of the object holding them (e.g.
+   * `{'/parser': ['addValues']}`): the runtime refuses every other key the schemas do not name.
+   */
+  configKeysBeyondSchema?: Readonly<Record<string, readonly string[]>>;
+  resourceKeysBeyondSchema?: Readonly<Record<string, readonly string[]>>;
   documentationUrl: string;
   oauth2?: OAuth2Spec;
 }
