@@ -236,8 +236,8 @@ export class CsvByteDecoder implements RecordDecoder {
               const c = s[i] as number;
               if (c === E) {
                 if (i + 1 >= n) break; // need the escaped char
-                if (len + 2 > scratch.length) scratch = this.#grow(len + 2);
-                if (s[i + 1] !== Q) scratch[len++] = c;
+                // The next byte is literal whatever it is, the escape byte included (csv-core).
+                if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
                 scratch[len++] = s[i + 1] as number;
                 i += 2;
                 continue;

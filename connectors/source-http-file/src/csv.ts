@@ -134,7 +134,8 @@ export class CsvTokenizer {
             const c = s.charCodeAt(i);
             if (c === E && E !== -1) {
               if (i + 1 >= n) break; // need the escaped char
-              if (keep) value += s.charCodeAt(i + 1) === Q ? s[i + 1] : s.slice(i, i + 2);
+              // The next character is literal whatever it is, the escape character included (csv-core).
+              if (keep) value += s[i + 1];
               i += 2;
               continue;
             }

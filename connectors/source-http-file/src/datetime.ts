@@ -1,7 +1,8 @@
 // Timestamp normalisation applied to every string of every format, recursively (reference §4.10):
 // a string that is exactly `YYYY-MM-DD[T][ ]HH:MM:SS[.fraction][Z|z|±HH:MM]` is rewritten as RFC 3339,
-// keeping its offset or assuming the configured default offset; UTC is written `Z`; a zero fraction is
-// dropped and others are written with 3, 6 or 9 digits. Anything else is left untouched.
+// keeping its offset or assuming the configured default offset; UTC is written `Z`; the fraction keeps
+// its significant digits, up to nanoseconds (`12:30:00.250` → `12:30:00.25Z`, as the Rust `time` crate
+// formats RFC 3339), and a zero fraction is dropped. Anything else is left untouched.
 import type { JsonValue } from '@sluice/runtime';
 
 function digitBytes(s: Uint8Array, at: number, count: number): boolean {
@@ -111,16 +112,13 @@ export class DatetimeNormalizer {
     out[o++] = 84; // T
     for (let k = timeAt; k < timeAt + 8; k++) out[o++] = src[k] as number;
     if (fracStart !== -1) {
-      // Nine digits (truncated or zero-padded); none when zero, else 3, 6 or 9 of them.
-      const len = Math.min(fracEnd - fracStart, 9);
-      let zero = true;
-      for (let k = fracStart; k < fracStart + len; k++) if (src[k] !== 48) { zero = false; break; }
-      if (!zero) {
-        let sig = len;
-        while (sig > 0 && src[fracStart + sig - 1] === 48) sig--;
-        const digits = sig <= 3 ? 3 : sig <= 6 ? 6 : 9;
+      // Nanoseconds (digits past the ninth are truncated) written as the time crate's RFC 3339 does:
+      // the significant digits only (`.250` → `.25`), nothing when zero.
+      let sig = Math.min(fracEnd - fracStart, 9);
+      while (sig > 0 && src[fracStart + sig - 1] === 48) sig--;
+      if (sig > 0) {
         out[o++] = 46; // .
-        for (let k = 0; k < digits; k++) out[o++] = k < len ? src[fracStart + k] as number : 48;
+        for (let k = 0; k < sig; k++) out[o++] = src[fracStart + k] as number;
       }
     }
     for (let k = 0; k < offset.length; k++) out[o++] = offset.charCodeAt(k);

@@ -20,11 +20,12 @@ type Flatten<T> = T extends object ? { [K in keyof T]: T[K] } : T;
 export type FromSchema<S> =
   S extends { const: infer C } ? C
     : S extends { oneOf: readonly (infer B)[] } ? FromSchema<B>
-      : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, Required<S>>>
-        : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
-          : S extends { type: readonly (infer T)[] } ? Simple<T>
-            : S extends { type: infer T } ? Simple<T>
-              : unknown;
+      : S extends { anyOf: readonly (infer B)[] } ? FromSchema<B>
+        : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, Required<S>>>
+          : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
+            : S extends { type: readonly (infer T)[] } ? Simple<T>
+              : S extends { type: infer T } ? Simple<T>
+                : unknown;
 
 // ------------------------------------------------------------------------------------------------
 
@@ -66,7 +67,13 @@ const csvConfigSchema = {
       description: 'The character encoding of the source file. If unspecified, then the parser will make a best-effort guess based on peeking at a small portion of the beginning of the file. If known, it is best to specify. Encodings are specified by their WHATWG label.',
       default: null,
       order: 1,
-      oneOf: [...ENCODING_NAMES.map((name) => constOption(name, name)), constOption('Auto', null)],
+      // anyOf, not oneOf: a canonical name is also a label, and any WHATWG label is accepted in any case
+      // (`latin1`, `utf8`, `ISO-8859-1`); the connector resolves it and refuses unknown ones.
+      anyOf: [
+        ...ENCODING_NAMES.map((name) => constOption(name, name)),
+        { title: 'Other WHATWG label', description: 'Any WHATWG encoding label, case-insensitive, e.g. latin1 or utf8.', type: 'string', minLength: 1 },
+        constOption('Auto', null),
+      ],
     },
     errorThreshold: {
       title: 'Error Threshold',

@@ -168,6 +168,9 @@ describe('csv options', () => {
   test('escape: backslash, disabled, auto (none)', () => {
     const text = 'x,y\n"a\\"b",c\n';
     assert.deepEqual(parseAll(text, { escape: '\\', delimiter: ',', quote: '"' }), [{ x: 'a"b', y: 'c' }]);
+    // Inside a quoted field the escape makes the next character literal, whatever it is (csv-core):
+    // `\\` is one backslash, `\n` is `n`, `\,` a comma; outside quotes it is an ordinary character.
+    assert.deepEqual(parseAll('x,y\n"a\\\\b","\\n\\,\\\\"\nc\\\\d,e\n', { escape: '\\', delimiter: ',', quote: '"' }), [{ x: 'a\\b', y: 'n,\\' }, { x: 'c\\\\d', y: 'e' }]);
     assert.deepEqual(parseAll('x,y\n"a\\""b",c\n', { escape: '', delimiter: ',', quote: '"' }), [{ x: 'a\\"b', y: 'c' }]);
     assert.deepEqual(parseAll('x,y\n"a""b",c\n'), [{ x: 'a"b', y: 'c' }]);
   });
