@@ -16,6 +16,8 @@ import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
 import type { ParsedBatch } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
+import { captureParquet, checkParquetCompression, discoverParquet, hasParquetMagic, parquetBy } from './parquet-capture.ts';
+import type { ParquetPosition } from './parquet-capture.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
@@ -47,6 +49,8 @@ interface BindingState {
   byteOffset?: number | null;
   /** CSV header names and dialect, needed to parse from byteOffset. */
   csv?: CsvResume | null;
+  /** Parquet: the row group and row where record `records` is (mid-file only). */
+  parquet?: ParquetPosition | null;
 }
 
 const ENDPOINT_KEYS = ['url', 'credentials', 'parser', 'headers'];
@@ -263,6 +267,25 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   } else yield [checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false, byteOffset: null, csv: null })];
 
   const every = options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
+  const done = (records: number): CaptureOutput[] => [checkpoint(binding.stateKey, { path: file, maxMod, etag, records, complete: true, minBound: maxMod, byteOffset: null, csv: null, parquet: null })];
+  // Parquet is read by position (parquet-capture.ts): known from the config, name or Content-Type, or from the body's magic below.
+  const parquet = async function* (by: string, body: AsyncIterable<Uint8Array> | null): AsyncGenerator<CaptureOutput[]> {
+    log.debug(`format: parquet (by ${by})`);
+    const m = metaOf(config, head);
+    checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
+    const total = yield* captureParquet({
+      client, head, body, log, config, file, binding: binding.index, every, resumeFrom, resumeAt: prev.parquet ?? null,
+      progress: (records, at) => checkpoint(binding.stateKey, { records, byteOffset: null, csv: null, parquet: at }),
+    });
+    log.info(`captured ${total - resumeFrom} documents (file has ${total})`, { lastModified: head.lastModified, etag });
+    yield done(total);
+  };
+  const headMeta = metaOf(config, head);
+  const parquetReason = parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType);
+  if (parquetReason !== null) {
+    yield* parquet(parquetReason, null);
+    return;
+  }
   let info: FileInfo | null = null;
   let skipped = 0;
   let firstSkipped: DecodeError | null = null;
@@ -287,6 +310,10 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     }
   })();
   const meta = lazyMeta.value;
+  if (!byteResume && (config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(firstChunk.value)) {
+    yield* parquet('its first bytes, PAR1', replay);
+    return;
+  }
   let offset = byteResume ? resumeFrom : 0;
   let sinceCheckpoint = 0;
   const bindingIndex = binding.index;
@@ -350,7 +377,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   }
   if (skipped) log.warn(`${skipped} malformed CSV rows were excluded (within errorThreshold)`, { first: (firstSkipped as DecodeError | null)?.message });
   log.info(`captured ${offset - resumeFrom} documents (file has ${offset})`, { lastModified: head.lastModified, etag });
-  yield [checkpoint(binding.stateKey, { path: file, maxMod, etag, records: offset, complete: true, minBound: maxMod, byteOffset: null, csv: null })];
+  yield done(offset);
 }
 
 export function createHttpFileConnector(options: ConnectorOptions = {}): CaptureConnector<EndpointConfig, ResourceConfig> {
@@ -369,6 +396,20 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       const config = ctx.config;
       const client = httpClient(config, options, ctx);
       const head = await client.head();
+      const name = recommendedName(config.url);
+      const binding = (documentSchema: JsonSchema): DiscoveredBinding[] => [{
+        recommendedName: name,
+        resourceConfig: { stream: name },
+        documentSchema,
+        key: ['/_meta/file', '/_meta/offset'],
+      }];
+      const parquetFile = async (body: AsyncIterable<Uint8Array> | null): Promise<DiscoveredBinding[]> => {
+        const m = metaOf(config, head);
+        checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
+        return binding(await discoverParquet({ client, head, body, log: ctx.log, file: redactUrl(config.url) }));
+      };
+      const headMeta = metaOf(config, head);
+      if (parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType) !== null) return parquetFile(null);
       let info: FileInfo | null = null;
       const sample: JsonObject[] = [];
       const body = client.get({ onResponse: (i) => { info = i; } });
@@ -387,6 +428,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
           await it.return?.(undefined);
         }
       })();
+      if ((config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(first.value)) return parquetFile(replay);
       const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser);
       try {
         for await (const batch of parsed) {
@@ -396,14 +438,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       } finally {
         await parsed.return(undefined);
       }
-      const name = recommendedName(config.url);
-      const binding: DiscoveredBinding = {
-        recommendedName: name,
-        resourceConfig: { stream: name },
-        documentSchema: inferSchema(sample),
-        key: ['/_meta/file', '/_meta/offset'],
-      };
-      return [binding];
+      return binding(inferSchema(sample));
     },
 
     async validate(ctx) {

@@ -42,7 +42,8 @@ export function* drainEnd<R>(decoder: { end(): R[] }, wrote: () => boolean = () 
   }
 }
 
-const UNSUPPORTED: Record<string, string> = { xls: 'excel', xlsx: 'excel', xlsm: 'excel', xml: 'xml', ods: 'ods', parquet: 'parquet' };
+const UNSUPPORTED: Record<string, string> = { xls: 'excel', xlsx: 'excel', xlsm: 'excel', xml: 'xml', ods: 'ods' };
+const SUPPORTED = 'csv, json, avro, parquet, protobuf and w3cExtendedLog';
 
 export function formatFromName(filename: string): ResolvedFormat | 'unsupported' | null {
   const segments = filename.slice(1).split('.').slice(1);
@@ -51,7 +52,8 @@ export function formatFromName(filename: string): ResolvedFormat | 'unsupported'
     if (ext === 'json' || ext === 'jsonl' || ext === 'ndjson') return { type: 'json' };
     if (ext === 'csv' || ext === 'tsv') return { type: 'csv' };
     if (ext === 'avro') return { type: 'avro' };
-    if (UNSUPPORTED[ext]) throw new ConfigError(`unsupported format: '${UNSUPPORTED[ext]}' (file '${filename}'); supported formats are csv, json, avro, protobuf and w3cExtendedLog`);
+    if (ext === 'parquet') return { type: 'parquet' };
+    if (UNSUPPORTED[ext]) throw new ConfigError(`unsupported format: '${UNSUPPORTED[ext]}' (file '${filename}'); supported formats are ${SUPPORTED}`);
   }
   return null;
 }
@@ -61,14 +63,14 @@ export function formatFromContentType(contentType: string | null | undefined): R
   if (essence === 'application/json' || essence === 'text/json' || essence === 'application/x-ndjson' || essence === 'application/jsonl') return { type: 'json' };
   if (essence === 'text/csv' || essence === 'text/tab-separated-values') return { type: 'csv' };
   if (essence === 'application/avro' || essence === 'avro/binary') return { type: 'avro' };
-  if (essence === 'application/vnd.apache.parquet') throw new ConfigError("unsupported format: 'parquet'; supported formats are csv, json, avro, protobuf and w3cExtendedLog");
+  if (essence === 'application/vnd.apache.parquet' || essence === 'application/x-parquet') return { type: 'parquet' };
   return null;
 }
 
 /** Explicit format, else extension (outer file name, then zip member name), else Content-Type. */
 export function resolveFormat(explicit: FormatConfig | undefined, names: string[], contentType: string | null | undefined): ResolvedFormat {
   if (explicit && explicit.type !== 'auto') {
-    const known = ['csv', 'json', 'avro', 'protobuf', 'w3cExtendedLog'];
+    const known = ['csv', 'json', 'avro', 'parquet', 'protobuf', 'w3cExtendedLog'];
     if (!known.includes(explicit.type)) throw new ConfigError(`unsupported format: '${String(explicit.type)}'; supported formats are ${known.join(', ')}`);
     return explicit;
   }
@@ -78,7 +80,7 @@ export function resolveFormat(explicit: FormatConfig | undefined, names: string[
   }
   const ct = formatFromContentType(contentType);
   if (ct) return ct;
-  throw new ConfigError(`unable to automatically determine the format for file '${names[0] ?? ''}'. explicit format configuration required: set parser.format.type to csv, json, avro, protobuf or w3cExtendedLog`);
+  throw new ConfigError(`unable to automatically determine the format for file '${names[0] ?? ''}'. explicit format configuration required: set parser.format.type to csv, json, avro, parquet, protobuf or w3cExtendedLog`);
 }
 
 interface TextParser {
@@ -199,6 +201,9 @@ export async function createRecordDecoder(format: ResolvedFormat, options: Decod
       const { ProtobufRecordParser, compileMessageType } = await import('./protobuf.ts');
       return new BinaryDecoder(new ProtobufRecordParser(compileMessageType(c.protoFile, c.message)), dt);
     }
+    case 'parquet':
+      // Parquet is read by ranges (parquet-capture.ts), never as a stream: here it is a member of an archive or a compressed file.
+      throw new ConfigError('a Parquet file cannot be read inside a zip archive or an outer compression (gzip, zstd): Parquet compresses its own pages, so serve the .parquet file itself');
     default:
       throw new ConfigError(`unsupported format: '${String((format as { type: unknown }).type)}'`);
   }

@@ -324,18 +324,20 @@ export class HttpClient {
    * GET the body from byte `from`, yielding chunks as the consumer pulls. A dropped connection is
    * retried with `Range: bytes=<received>-` and `If-Range: <validator>`; a 200 answer to that is
    * accepted only with the same validator (the already received bytes are skipped).
-   * `onResponse` sees the first response's headers.
+   * `onResponse` sees the first response's headers. With `to`, only bytes [from, to] are read
+   * (`Range: bytes=from-to`; a server answering 200 has the bytes around them skipped).
    */
-  async *get(options: { from?: number; validator?: { etag: string | null; lastModified: string | null }; onResponse?: (info: FileInfo) => void } = {}): AsyncGenerator<Buffer> {
+  async *get(options: { from?: number; to?: number; validator?: { etag: string | null; lastModified: string | null }; onResponse?: (info: FileInfo) => void } = {}): AsyncGenerator<Buffer> {
     let received = options.from ?? 0;
+    const limit = options.to === undefined ? null : options.to + 1;
     let validator = options.validator ?? null;
     let expectedEnd: number | null = null;
     let first = true;
     const shown = redactUrl(this.#url.toString());
     for (let drops = 0; ; ) {
       const extra: Record<string, string> = {};
-      if (received > 0) {
-        extra['Range'] = `bytes=${received}-`;
+      if (received > 0 || limit !== null) {
+        extra['Range'] = `bytes=${received}-${limit === null ? '' : limit - 1}`;
         const v = validator?.etag && !validator.etag.startsWith('W/') ? validator.etag : validator?.lastModified;
         if (v) extra['If-Range'] = v;
       }
@@ -352,7 +354,7 @@ export class HttpClient {
         validator ??= { etag: info.etag, lastModified: info.lastModified };
       }
       let skip = 0;
-      if (received > 0) {
+      if (received > 0 || limit !== null) {
         if (res.statusCode === 416) { res.resume(); return; }
         if (res.statusCode === 206) {
           const m = /bytes (\d+)-/.exec(header(res, 'content-range') ?? '');
@@ -375,6 +377,7 @@ export class HttpClient {
         const total = /\/(\d+)$/.exec(header(res, 'content-range') ?? '');
         if (total) expectedEnd = Number(total[1]);
       }
+      if (limit !== null) expectedEnd = Math.min(expectedEnd ?? limit, limit);
       try {
         for await (const raw of res as AsyncIterable<Buffer>) {
           let chunk = raw;
@@ -382,6 +385,14 @@ export class HttpClient {
             if (chunk.length <= skip) { skip -= chunk.length; continue; }
             chunk = chunk.subarray(skip);
             skip = 0;
+          }
+          if (limit !== null && (received + chunk.length > limit || (received + chunk.length === limit && res.statusCode !== 206))) {
+            // The last bytes asked for (a server that ignored the range sends more: stop reading it).
+            chunk = chunk.subarray(0, limit - received);
+            received = limit;
+            if (chunk.length) yield chunk;
+            if (!res.complete) res.destroy();
+            return;
           }
           received += chunk.length;
           yield chunk;

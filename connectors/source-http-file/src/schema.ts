@@ -212,6 +212,13 @@ const formatSchema = {
       properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'w3cExtendedLog', default: 'w3cExtendedLog' } },
       required: ['type'],
     },
+    {
+      title: 'Parquet',
+      description: 'Apache Parquet files. Read with HTTP range requests when the server supports them (the footer, then one row group at a time), else from a temporary copy. Every codec (snappy, gzip, zstd, brotli, lz4) and nested columns; INT64 values keep every digit, timestamps become RFC 3339, decimals are numbers when a double holds them exactly and strings otherwise.',
+      type: 'object',
+      properties: { type: { type: 'string', title: 'Type', description: 'Format selector.', const: 'parquet', default: 'parquet' } },
+      required: ['type'],
+    },
   ],
 } as const;
 

@@ -242,7 +242,7 @@ describe('connector', () => {
 
   test('bad input: unknown format and unsupported format', async () => {
     const run = await capture('/unknown.bin');
-    assert.equal(run.error?.message, "unable to automatically determine the format for file 'unknown.bin'. explicit format configuration required: set parser.format.type to csv, json, avro, protobuf or w3cExtendedLog");
+    assert.equal(run.error?.message, "unable to automatically determine the format for file 'unknown.bin'. explicit format configuration required: set parser.format.type to csv, json, avro, parquet, protobuf or w3cExtendedLog");
     const xls = await runProtocol(connector, [openRequest({ url: server.url('/report.xlsx') })]);
     assert.match(xls.error?.message ?? '', /HTTP request failed with status 404|unsupported format/);
   });

@@ -104,15 +104,18 @@ export async function startServer(routes: Record<string, Route> = {}): Promise<F
     if (route.ranges !== false) headers['accept-ranges'] = 'bytes';
     let start = 0;
     let status = route.status ?? 200;
-    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '');
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    let end = body.length;
     const ifRange = req.headers['if-range'];
     const validatorOk = ifRange === undefined || ifRange === route.etag || ifRange === (route.lastModified ?? LAST_MODIFIED);
     if (range && route.ranges !== false && validatorOk && status === 200) {
       start = Number(range[1]);
+      // `bytes=a-b` (the Parquet reader's ranges) or `bytes=a-` (resume).
+      if (range[2]) end = Math.min(body.length, Number(range[2]) + 1);
       status = 206;
-      headers['content-range'] = `bytes ${start}-${body.length - 1}/${body.length}`;
+      headers['content-range'] = `bytes ${start}-${end - 1}/${body.length}`;
     }
-    const part = body.subarray(start);
+    const part = body.subarray(start, end);
     if (headers['transfer-encoding'] === undefined) headers['content-length'] = part.length;
     res.writeHead(status, headers);
     if (req.method === 'HEAD') { res.end(); return; }

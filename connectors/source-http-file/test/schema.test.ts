@@ -41,7 +41,7 @@ test('spec: endpoint schema has the SPEC shape', () => {
   const compression = s.properties.parser.properties.compression.oneOf.map((o) => o.const);
   assert.deepEqual(compression, ['gzip', 'zip', 'zstd', 'none', null]);
   const types = s.properties.parser.properties.format.oneOf.map((o) => o.properties.type.const);
-  assert.deepEqual(types, ['auto', 'avro', 'json', 'csv', 'protobuf', 'w3cExtendedLog']);
+  assert.deepEqual(types, ['auto', 'avro', 'json', 'csv', 'protobuf', 'w3cExtendedLog', 'parquet']);
   const csv = s.properties.parser.properties.format.oneOf[3].properties.config.properties;
   assert.deepEqual(csv.delimiter.oneOf.map((o) => o.const), [',', '|', ' ', ';', '\t', '\u000b', '\u001f', '\u0001', null]);
   assert.deepEqual(csv.quote.oneOf.map((o) => o.const), ['"', "'", '', null]);

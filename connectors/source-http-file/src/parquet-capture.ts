@@ -1,0 +1,145 @@
+// The Parquet path of a capture and of discover: choose the byte source (Range requests, else a
+// private temporary copy), read the footer, then hand rows on as framed `captured` lines with a
+// checkpoint every `every` documents that records the row group and row to resume at.
+import type { CaptureOutput, JsonObject, Logger } from '@sluice/runtime';
+import { ConfigError, DecodeError } from './errors.ts';
+import type { FileInfo, HttpClient } from './http.ts';
+import { LineSink } from './lines.ts';
+import { locateRow, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
+import type { ByteSource } from './parquet.ts';
+import { parquetDocumentSchema } from './parquet-schema.ts';
+import { DatetimeNormalizer } from './datetime.ts';
+import type { EndpointConfig } from './schema.ts';
+import { parquetSchema } from 'hyparquet';
+
+/** Where a capture of a Parquet file resumes: the row group and the row within it (a mid-file state extra). */
+export interface ParquetPosition { rowGroup: number; row: number }
+
+const PAR1 = [0x50, 0x41, 0x52, 0x31];
+
+/** The body starts with Parquet's magic `PAR1`. */
+export function hasParquetMagic(head: Uint8Array | undefined): boolean {
+  return head !== undefined && head.length >= 4 && PAR1.every((b, i) => head[i] === b);
+}
+
+/**
+ * Why the file is Parquet before reading it (explicit format, a `.parquet` name, the Content-Type), or null.
+ * Magic detection (`PAR1`) happens on the body's first bytes, when the format is auto.
+ */
+export function parquetBy(config: EndpointConfig, names: string[], contentType: string | null): string | null {
+  const format = config.parser?.format?.type;
+  if (format === 'parquet') return 'the configured format';
+  if (format !== undefined && format !== 'auto') return null;
+  // The last known extension decides (as formats.ts): `a.parquet.csv` is CSV.
+  for (const name of names) {
+    const exts = name.toLowerCase().split('.').slice(1);
+    for (let i = exts.length - 1; i >= 0; i--) {
+      const e = exts[i] as string;
+      if (e === 'parquet') return `the name '${name}'`;
+      if (['csv', 'tsv', 'json', 'jsonl', 'ndjson', 'avro', 'xls', 'xlsx', 'xlsm', 'xml', 'ods'].includes(e)) return null;
+    }
+  }
+  const essence = (contentType ?? '').split(';')[0]?.trim().toLowerCase();
+  if (essence === 'application/vnd.apache.parquet' || essence === 'application/x-parquet') return `the Content-Type '${essence}'`;
+  return null;
+}
+
+/** Refuses an outer compression: Parquet compresses its own pages and is read by position. */
+export function checkParquetCompression(config: EndpointConfig, names: string[], contentEncoding: string | null): void {
+  const c = config.parser?.compression;
+  if (c && c !== 'none') throw new ConfigError(`parser.compression is '${c}', but a Parquet file cannot have an outer compression: Parquet compresses its own pages, so serve the .parquet file itself and set compression to None or Auto`);
+  const compressed = names.find((n) => /\.(gz|gzip|zst|zstd|zip|bz2)$/i.test(n));
+  if (compressed) throw new ConfigError(`'${compressed}' is a compressed Parquet file, which cannot be read by position: Parquet compresses its own pages, so serve the .parquet file itself`);
+  if (contentEncoding && !/^\s*identity\s*$/i.test(contentEncoding)) throw new ConfigError(`the server sends the Parquet file with Content-Encoding '${contentEncoding}', which cannot be read by byte ranges; serve it without a Content-Encoding`);
+}
+
+export interface ParquetSourceOptions {
+  client: HttpClient;
+  head: FileInfo & { lastModified: string };
+  /** A body already open (magic detection), used for the temporary copy when ranges are not supported. */
+  body: AsyncIterable<Uint8Array> | null;
+  log: Logger;
+}
+
+/** Range requests when the server offers them (Accept-Ranges and a Content-Length), else a temporary copy. */
+export async function openParquetSource(o: ParquetSourceOptions): Promise<ByteSource> {
+  const { head } = o;
+  const validator = { etag: head.etag, lastModified: head.lastModified };
+  if (head.acceptRanges && head.contentLength !== null && !head.contentEncoding) {
+    o.log.debug(`parquet: reading by range requests (${head.contentLength} bytes)`);
+    // An open body is not needed: stop it.
+    if (o.body) await (o.body as AsyncGenerator<Uint8Array>).return?.(undefined);
+    return rangeSource(o.client, head.contentLength, validator);
+  }
+  o.log.info('the server does not support range requests: copying the Parquet file to a private temporary file to read it (removed afterwards)', { acceptRanges: head.acceptRanges, contentLength: head.contentLength });
+  return spooledSource(o.body ?? o.client.get({ validator }));
+}
+
+export interface ParquetCaptureOptions extends ParquetSourceOptions {
+  config: EndpointConfig;
+  /** `_meta.file`. */
+  file: string;
+  binding: number;
+  every: number;
+  /** Documents already captured from this version of the file. */
+  resumeFrom: number;
+  /** The position the state recorded with them, if any. */
+  resumeAt: ParquetPosition | null;
+  /** The mid-file checkpoint: `records` documents captured, the next one at `at`. */
+  progress: (records: number, at: ParquetPosition) => CaptureOutput;
+}
+
+/** Captures the file's rows; returns the number of documents the file has. */
+export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<CaptureOutput[], number> {
+  const defaultOffset = o.config.parser?.defaultOffset ?? '+00:00';
+  let datetimes: DatetimeNormalizer;
+  try {
+    datetimes = new DatetimeNormalizer(defaultOffset);
+  } catch (err) {
+    throw new ConfigError(`parser.defaultOffset: ${(err as Error).message}`, { cause: err });
+  }
+  const source = await openParquetSource(o);
+  try {
+    const metadata = await readFooter(source, o.file);
+    const total = Number(metadata.num_rows);
+    if (o.resumeFrom > total) throw new DecodeError(`the file now has ${total} rows but ${o.resumeFrom} were already captured from this version; it is not the file the state describes`);
+    const at = locateRow(metadata, o.resumeFrom);
+    if (o.resumeFrom > 0) {
+      if (o.resumeAt && (o.resumeAt.rowGroup !== at.rowGroup || o.resumeAt.row !== at.row)) {
+        o.log.warn('the state\'s Parquet position does not match its document count; resuming after the documents counted', { state: o.resumeAt, fromCount: at });
+      }
+      o.log.info(`resuming the Parquet file at row group ${at.rowGroup}, row ${at.row} (document ${o.resumeFrom}), without reading the row groups before it`);
+    }
+    o.log.debug(`parquet: ${total} rows in ${metadata.row_groups.length} row groups`);
+    const sink = new LineSink(o.binding, o.file, o.resumeFrom, o.resumeFrom);
+    let since = 0;
+    for await (const batch of readParquetRows(source, metadata, {
+      datetimes, defaultOffset, file: o.file, startRow: o.resumeFrom,
+      onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
+    })) {
+      for (const r of batch.records) sink.appendRecord(r);
+      const taken = sink.take();
+      if (taken === null) continue;
+      since += taken.documents;
+      const out: CaptureOutput[] = [{ capturedLines: { documents: taken.documents, lines: taken.bytes, written: (err?: Error | null) => { if (!err) sink.recycle(taken.bytes.buffer as ArrayBuffer); } } }];
+      if (since >= o.every) {
+        since = 0;
+        out.push(o.progress(sink.offset, { rowGroup: batch.rowGroup, row: batch.row }));
+      }
+      yield out;
+    }
+    return sink.offset;
+  } finally {
+    await source.close();
+  }
+}
+
+/** Discover's schema for a Parquet file: from its footer. */
+export async function discoverParquet(o: ParquetSourceOptions & { file: string }): Promise<JsonObject> {
+  const source = await openParquetSource(o);
+  try {
+    return parquetDocumentSchema(parquetSchema(await readFooter(source, o.file)));
+  } finally {
+    await source.close();
+  }
+}

@@ -1,0 +1,333 @@
+// Parquet values → JSON text, per column, compiled once from the file's schema. hyparquet decodes pages
+// into physical values (and assembles nested columns into objects and arrays); the converters here turn
+// them into the JSON text of each value, so INT64 and decimals keep every digit (no JS number on the way)
+// and each row's text is a concatenation. The mapping follows upstream's parser (the parquet crate's
+// record API, estuary/flow crates/parser/src/format/parquet.rs) except where docs/architecture.md says:
+// timestamps are RFC 3339 (upstream's `YYYY-MM-DD HH:MM:SS.fff +00:00` is not), nanosecond and INT96
+// timestamps keep their precision, decimals are numbers when a double holds them exactly.
+import type { ParquetParsers, SchemaElement, SchemaTree } from 'hyparquet';
+import { DecodeError } from './errors.ts';
+import type { DatetimeNormalizer } from './datetime.ts';
+import { parseOffset } from './datetime.ts';
+import { jsonString } from './record.ts';
+
+/** A value's JSON text. */
+export type ToJson = (value: unknown) => string;
+
+const utf8 = new TextDecoder();
+
+/** Leaf handling decided from the schema; `strip` leaves take the physical value (hyparquet's conversion is bypassed). */
+interface LeafPlan { convert: ToJson; strip: boolean }
+
+function pad2(n: number): string {
+  return n < 10 ? `0${n}` : String(n);
+}
+
+/** `YYYY-MM-DD` of a day number since the epoch, or null outside years 0000–9999 (not RFC 3339). */
+function dateOfDay(day: number): string | null {
+  if (!Number.isFinite(day) || Math.abs(day) > 100_000_000) return null;
+  const iso = new Date(day * 86_400_000).toISOString();
+  return iso.length === 24 ? iso.slice(0, 10) : null;
+}
+
+/** The sanitiser's fraction rule (datetime.ts): none when zero, else 3, 6 or 9 digits. */
+function fraction(frac: number, digits: number): string {
+  if (frac === 0) return '';
+  let s = String(frac).padStart(digits, '0');
+  let sig = s.length;
+  while (sig > 0 && s.charCodeAt(sig - 1) === 48) sig--;
+  const want = sig <= 3 ? 3 : sig <= 6 ? 6 : 9;
+  s = s.length >= want ? s.slice(0, want) : s.padEnd(want, '0');
+  return `.${s}`;
+}
+
+/** Formats instants (a count of `10^-digits` seconds) as RFC 3339, caching the date of the last day seen. */
+class InstantFormatter {
+  readonly #digits: number;
+  readonly #per: number;
+  readonly #perBig: bigint;
+  readonly #offset: string;
+  #day = NaN;
+  #date = '';
+  constructor(digits: number, offset: string) {
+    this.#digits = digits;
+    this.#per = 10 ** digits;
+    this.#perBig = 10n ** BigInt(digits);
+    this.#offset = offset;
+  }
+  /** JSON text; a value outside years 0000–9999 (no RFC 3339 form) stays the integer it is. */
+  format(v: bigint | number): string {
+    let secs: number;
+    let frac: number;
+    if (typeof v === 'number' || (v >= -9_007_199_254_740_991n && v <= 9_007_199_254_740_991n)) {
+      const n = Number(v);
+      secs = Math.floor(n / this.#per);
+      frac = n - secs * this.#per;
+    } else {
+      let s = v / this.#perBig;
+      let f = v % this.#perBig;
+      if (f < 0n) { f += this.#perBig; s -= 1n; }
+      secs = Number(s);
+      frac = Number(f);
+    }
+    const day = Math.floor(secs / 86_400);
+    if (day !== this.#day) {
+      const d = dateOfDay(day);
+      if (d === null) return String(v);
+      this.#day = day;
+      this.#date = d;
+    }
+    const t = secs - day * 86_400;
+    const h = Math.floor(t / 3600);
+    const m = Math.floor((t - h * 3600) / 60);
+    return `"${this.#date}T${pad2(h)}:${pad2(m)}:${pad2(t - h * 3600 - m * 60)}${fraction(frac, this.#digits)}${this.#offset}"`;
+  }
+}
+
+/** Time of day as upstream writes it (`HH:MM:SS.fff` for milliseconds, `.ffffff` micro, `.fffffffff` nano). */
+function timeOfDay(v: bigint | number, digits: number): string {
+  const n = typeof v === 'bigint' ? v : BigInt(v);
+  const per = 10n ** BigInt(digits);
+  const secs = Number(n / per);
+  const frac = Number(n % per);
+  const h = Math.floor(secs / 3600);
+  const m = Math.floor((secs % 3600) / 60);
+  return `"${pad2(h)}:${pad2(m)}:${pad2(secs % 60)}.${String(frac).padStart(digits, '0')}"`;
+}
+
+/** Two's-complement big-endian bytes as a bigint. */
+function bigintOfBytes(bytes: Uint8Array): bigint {
+  if (bytes.length === 0) return 0n;
+  let v = 0n;
+  for (let i = 0; i < bytes.length; i++) v = (v << 8n) | BigInt(bytes[i] as number);
+  return (bytes[0] as number) & 0x80 ? v - (1n << BigInt(bytes.length * 8)) : v;
+}
+
+/**
+ * A decimal's JSON text: a number when the double nearest it prints back as the same value (what a reader
+ * parsing JSON numbers as doubles then gets exactly), else a string with every digit of the scale, as
+ * upstream writes all decimals.
+ */
+export function decimalJson(unscaled: bigint, scale: number): string {
+  const negative = unscaled < 0n;
+  let digits = (negative ? -unscaled : unscaled).toString();
+  let text: string;
+  if (scale <= 0) text = digits + '0'.repeat(-scale);
+  else {
+    if (digits.length <= scale) digits = digits.padStart(scale + 1, '0');
+    text = `${digits.slice(0, digits.length - scale)}.${digits.slice(digits.length - scale)}`;
+  }
+  if (negative) text = `-${text}`;
+  // The canonical value: no trailing fraction zeros, no point without a fraction.
+  const canonical = text.includes('.') ? text.replace(/\.?0+$/, '') : text;
+  const n = Number(canonical);
+  const back = String(n);
+  if (back === canonical || (canonical === '-0' && back === '0')) return back;
+  return `"${text}"`;
+}
+
+function decimalOf(v: unknown, scale: number): string {
+  if (typeof v === 'bigint') return decimalJson(v, scale);
+  if (typeof v === 'number') return decimalJson(BigInt(v), scale);
+  return decimalJson(bigintOfBytes(v as Uint8Array), scale);
+}
+
+function base64(v: unknown): string {
+  const b = v as Uint8Array;
+  return `"${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('base64')}"`;
+}
+
+const numberJson: ToJson = (v) => {
+  const n = v as number;
+  // Non-finite floats have no JSON form; upstream writes null.
+  return Number.isFinite(n) ? String(n) : 'null';
+};
+const integerJson: ToJson = (v) => String(v);
+const booleanJson: ToJson = (v) => (v ? 'true' : 'false');
+/** Values a parser (stringParsers) already made JSON text. */
+const textJson: ToJson = (v) => v as string;
+
+export interface JsonPlanOptions {
+  datetimes: DatetimeNormalizer;
+  /** parser.defaultOffset, for timestamps not adjusted to UTC (wall-clock times). */
+  defaultOffset: string;
+}
+
+/**
+ * hyparquet's parsers, returning JSON text: strings (sanitised like every format's strings), dates,
+ * UTC timestamps, INT96 timestamps, UUIDs, JSON text (a string, as upstream) and geometries (base64, as upstream).
+ */
+export function textParsers(options: JsonPlanOptions): ParquetParsers {
+  const dt = options.datetimes;
+  const millis = new InstantFormatter(3, 'Z');
+  const micros = new InstantFormatter(6, 'Z');
+  const nanos = new InstantFormatter(9, 'Z');
+  const str = (bytes: Uint8Array): string => jsonString(dt.string(utf8.decode(bytes)));
+  return {
+    timestampFromMilliseconds: (v) => millis.format(v),
+    timestampFromMicroseconds: (v) => micros.format(v),
+    timestampFromNanoseconds: (v) => nanos.format(v),
+    dateFromDays: (days) => {
+      const d = dateOfDay(days);
+      return d === null ? String(days) : `"${d}"`;
+    },
+    stringFromBytes: (bytes) => (bytes === undefined ? bytes : str(bytes)),
+    jsonFromBytes: (bytes) => (bytes === undefined ? bytes : str(bytes)),
+    geometryFromBytes: (bytes) => (bytes === undefined ? bytes : base64(bytes)),
+    geographyFromBytes: (bytes) => (bytes === undefined ? bytes : base64(bytes)),
+    uuidFromBytes: (bytes) => {
+      if (bytes === undefined) return bytes;
+      const hex = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('hex');
+      return `"${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}"`;
+    },
+  };
+}
+
+function offsetText(offset: string): string {
+  const minutes = parseOffset(offset);
+  if (minutes === null || minutes === 0) return 'Z';
+  return offset;
+}
+
+function unitDigits(unit: string | undefined): number {
+  return unit === 'NANOS' ? 9 : unit === 'MICROS' ? 6 : 3;
+}
+
+/** How one leaf's values become JSON text (and whether hyparquet's own conversion must be bypassed). */
+function leafPlan(el: SchemaElement, path: string, options: JsonPlanOptions): LeafPlan {
+  const lt = el.logical_type;
+  const ct = el.converted_type;
+  if (lt?.type === 'DECIMAL' || ct === 'DECIMAL') {
+    const scale = lt?.type === 'DECIMAL' ? lt.scale : el.scale ?? 0;
+    return { convert: (v) => decimalOf(v, scale), strip: true };
+  }
+  if (lt?.type === 'TIMESTAMP') {
+    const f = new InstantFormatter(unitDigits(lt.unit), lt.isAdjustedToUTC ? 'Z' : offsetText(options.defaultOffset));
+    return { convert: (v) => f.format(v as bigint), strip: true };
+  }
+  if (ct === 'TIMESTAMP_MILLIS' || ct === 'TIMESTAMP_MICROS') {
+    // Legacy annotations mean UTC.
+    const f = new InstantFormatter(ct === 'TIMESTAMP_MILLIS' ? 3 : 6, 'Z');
+    return { convert: (v) => f.format(v as bigint), strip: true };
+  }
+  if (lt?.type === 'TIME' || ct === 'TIME_MILLIS' || ct === 'TIME_MICROS') {
+    const digits = lt?.type === 'TIME' ? unitDigits(lt.unit) : ct === 'TIME_MILLIS' ? 3 : 6;
+    return { convert: (v) => timeOfDay(v as bigint | number, digits), strip: true };
+  }
+  if (lt?.type === 'INTERVAL' || ct === 'INTERVAL' || lt?.type === 'BSON' || ct === 'BSON') return { convert: base64, strip: true };
+  if (lt?.type === 'ENUM' || ct === 'ENUM') return { convert: textJson, strip: false };
+  if (lt?.type === 'STRING' || ct === 'UTF8' || lt?.type === 'JSON' || ct === 'JSON' || lt?.type === 'UUID' || lt?.type === 'GEOMETRY' || lt?.type === 'GEOGRAPHY' || ct === 'DATE' || lt?.type === 'DATE') {
+    return { convert: textJson, strip: false };
+  }
+  switch (el.type) {
+    case 'BOOLEAN': return { convert: booleanJson, strip: false };
+    case 'INT32':
+    case 'INT64': return { convert: integerJson, strip: false };
+    case 'INT96': return { convert: textJson, strip: false };
+    case 'FLOAT':
+    case 'DOUBLE': return { convert: numberJson, strip: false };
+    case 'BYTE_ARRAY':
+    case 'FIXED_LEN_BYTE_ARRAY':
+      if (lt?.type === 'FLOAT16') return { convert: numberJson, strip: false };
+      return { convert: base64, strip: false };
+    default:
+      throw new DecodeError(`Parquet column '${path}' has physical type ${String(el.type)}, which this connector cannot read`);
+  }
+}
+
+/**
+ * Rewrites the leaf annotations hyparquet would convert lossily (decimals to doubles, timestamps to
+ * millisecond Dates) so it hands over physical values; ENUM becomes UTF8 so dictionaries decode once.
+ * Returns the converter of each top-level column.
+ */
+export function planColumns(root: SchemaTree, options: JsonPlanOptions): { name: string; convert: ToJson; flat: boolean }[] {
+  return root.children.map((child) => ({
+    name: child.element.name,
+    convert: nodeJson(child, child.element.name, options, false),
+    flat: child.children.length === 0 && child.element.repetition_type !== 'REPEATED',
+  }));
+}
+
+function isListLike(node: SchemaTree): boolean {
+  const first = node.children[0];
+  return node.element.converted_type === 'LIST' && node.children.length === 1 && first !== undefined
+    && first.children.length <= 1 && first.element.repetition_type === 'REPEATED';
+}
+
+function isMapLike(node: SchemaTree): boolean {
+  const first = node.children[0];
+  return node.element.converted_type === 'MAP' && node.children.length === 1 && first !== undefined
+    && first.children.length === 2 && first.element.repetition_type === 'REPEATED';
+}
+
+const nullable = (f: ToJson): ToJson => (v) => (v === undefined || v === null ? 'null' : f(v));
+
+/** The converter of a schema node, the way hyparquet assembles its values (assemble.js). */
+function nodeJson(node: SchemaTree, path: string, options: JsonPlanOptions, inRepeated: boolean): ToJson {
+  const el = node.element;
+  let f: ToJson;
+  if (el.logical_type?.type === 'VARIANT') {
+    throw new DecodeError(`Parquet column '${path}' has the VARIANT logical type, which this connector does not read yet; leave the column out of the file or cast it to a string`);
+  }
+  if (isListLike(node)) {
+    const mid = node.children[0] as SchemaTree;
+    const element = mid.children.length === 1 ? (mid.children[0] as SchemaTree) : mid;
+    const item = nodeJson(element, `${path}.${element.element.name}`, options, true);
+    f = (v) => {
+      const a = v as unknown[];
+      let s = '[';
+      for (let i = 0; i < a.length; i++) s += (i ? ',' : '') + item(a[i]);
+      return `${s}]`;
+    };
+  } else if (isMapLike(node)) {
+    const kv = node.children[0] as SchemaTree;
+    const keyNode = kv.children[0] as SchemaTree;
+    const value = nodeJson(kv.children[1] as SchemaTree, `${path}.value`, options, true);
+    const keyIsText = leafPlan(keyNode.element, `${path}.key`, options).convert === textJson;
+    // Upstream: string keys as they are, other keys as their JSON text.
+    if (!keyIsText) nodeJson(keyNode, `${path}.key`, options, true);
+    f = (v) => {
+      let s = '{';
+      let first = true;
+      for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
+        s += `${first ? '' : ','}${keyIsText ? k : JSON.stringify(k)}:${value(val)}`;
+        first = false;
+      }
+      return `${s}}`;
+    };
+  } else if (node.children.length) {
+    const fields = node.children.map((c) => ({ key: c.element.name, prefix: JSON.stringify(c.element.name), convert: nodeJson(c, `${path}.${c.element.name}`, options, false) }));
+    f = (v) => {
+      const o = v as Record<string, unknown>;
+      let s = '{';
+      for (let i = 0; i < fields.length; i++) {
+        const field = fields[i] as (typeof fields)[number];
+        s += `${i ? ',' : ''}${field.prefix}:${field.convert(o[field.key])}`;
+      }
+      return `${s}}`;
+    };
+  } else {
+    const plan = leafPlan(el, path, options);
+    if (plan.strip) {
+      delete el.logical_type;
+      delete el.converted_type;
+    } else if (el.logical_type?.type === 'ENUM' || el.converted_type === 'ENUM') {
+      el.logical_type = { type: 'STRING' };
+      el.converted_type = 'UTF8';
+    }
+    f = plan.convert;
+  }
+  f = nullable(f);
+  if (el.repetition_type === 'REPEATED' && !inRepeated) {
+    // A repeated field outside a LIST annotation: an array.
+    const item = f;
+    return (v) => {
+      if (v === undefined || v === null) return '[]';
+      const a = v as unknown[];
+      let s = '[';
+      for (let i = 0; i < a.length; i++) s += (i ? ',' : '') + item(a[i]);
+      return `${s}]`;
+    };
+  }
+  return f;
+}

@@ -1,0 +1,287 @@
+// Parquet files: read by byte ranges (the footer, then each row group's column chunks), never the whole
+// file in memory. A source is either the server itself (Range requests, when it sends Accept-Ranges
+// and Content-Length) or a private temporary copy of the body (removed afterwards). Each row group is
+// fetched in one request (its column chunks are contiguous), decoded by hyparquet and turned into the
+// JSON text of its rows (parquet-json.ts), handed on in batches; the next row group's bytes are fetched
+// while this one is converted. Memory: one row group's compressed bytes (two with the prefetch) plus its
+// decoded columns; a row group too big for the heap is refused by name before it is read.
+import { createWriteStream } from 'node:fs';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import { getHeapStatistics } from 'node:v8';
+import { brotliDecompressSync, gunzipSync, zstdDecompressSync } from 'node:zlib';
+import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet';
+import type { AsyncBuffer, ColumnChunk, Compressors, FileMetaData, RowGroup } from 'hyparquet';
+import { DecodeError, HttpFileError } from './errors.ts';
+import type { HttpClient } from './http.ts';
+import { planColumns, textParsers } from './parquet-json.ts';
+import type { JsonPlanOptions } from './parquet-json.ts';
+
+/** Random access to the file's bytes. */
+export interface ByteSource {
+  readonly byteLength: number;
+  /** Bytes [start, end). */
+  read(start: number, end: number): Promise<Buffer>;
+  close(): Promise<void>;
+}
+
+/** The file on the server, read with Range requests (If-Range on its validator, so a changed file fails). */
+export function rangeSource(client: HttpClient, byteLength: number, validator: { etag: string | null; lastModified: string | null }): ByteSource {
+  return {
+    byteLength,
+    async read(start, end) {
+      const out = Buffer.allocUnsafe(end - start);
+      let at = 0;
+      if (end > start) {
+        for await (const chunk of client.get({ from: start, to: end - 1, validator })) {
+          const n = Math.min(chunk.length, out.length - at);
+          chunk.copy(out, at, 0, n);
+          at += n;
+        }
+      }
+      if (at !== out.length) throw new DecodeError(`the server sent ${at} of the ${out.length} bytes asked for at byte ${start}`, { byteOffset: start });
+      return out;
+    },
+    async close() {},
+  };
+}
+
+/**
+ * A private copy of the body (a directory only this user can read, removed by close()), for servers
+ * without Range support: Parquet's footer is at the end, so the file cannot be read as a stream.
+ */
+export async function spooledSource(body: AsyncIterable<Uint8Array>): Promise<ByteSource> {
+  const dir = await mkdtemp(join(tmpdir(), 'sluice-parquet-'));
+  const path = join(dir, 'file.parquet');
+  let handle: FileHandle | null = null;
+  try {
+    await pipeline(body, createWriteStream(path, { mode: 0o600 }));
+    const h = await open(path, 'r');
+    handle = h;
+    const { size } = await h.stat();
+    return {
+      byteLength: size,
+      async read(start, end) {
+        const out = Buffer.allocUnsafe(end - start);
+        const { bytesRead } = await h.read(out, 0, out.length, start);
+        if (bytesRead !== out.length) throw new DecodeError(`the copy of the file ended at byte ${start + bytesRead}`, { byteOffset: start + bytesRead });
+        return out;
+      },
+      async close() {
+        await h.close().catch(() => {});
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await handle?.close().catch(() => {});
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+function asyncBuffer(source: ByteSource): AsyncBuffer {
+  return {
+    byteLength: source.byteLength,
+    slice: async (start, end) => {
+      const b = await source.read(start, end ?? source.byteLength);
+      return b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength) as ArrayBuffer;
+    },
+  };
+}
+
+/** Reads and checks the footer; a file that is not Parquet, truncated or corrupt gets a DecodeError saying so. */
+export async function readFooter(source: ByteSource, file: string): Promise<FileMetaData> {
+  if (source.byteLength < 12) throw new DecodeError(`${file} is not a Parquet file: it has ${source.byteLength} bytes, fewer than a Parquet file's header and footer (12)`);
+  const tail = await source.read(source.byteLength - 8, source.byteLength);
+  if (tail.toString('latin1', 4, 8) !== 'PAR1') {
+    const head = await source.read(0, 4);
+    const why = head.toString('latin1') === 'PAR1'
+      ? 'it starts like one but does not end with the PAR1 footer magic: the file is truncated (or still being written)'
+      : 'neither its first nor its last 4 bytes are PAR1';
+    throw new DecodeError(`${file} is not a readable Parquet file: ${why}`, { byteOffset: source.byteLength - 4 });
+  }
+  const length = tail.readUInt32LE(0);
+  if (length + 12 > source.byteLength) throw new DecodeError(`the Parquet footer of ${file} is corrupt: it says the metadata has ${length} bytes, but the file has ${source.byteLength}; the file is truncated or damaged`, { byteOffset: source.byteLength - 8 });
+  try {
+    return await parquetMetadataAsync(asyncBuffer(source), { initialFetchSize: Math.min(source.byteLength, length + 8), geoparquet: false });
+  } catch (err) {
+    if (err instanceof HttpFileError) throw err;
+    throw new DecodeError(`the Parquet footer of ${file} is corrupt (${(err as Error).message}); the file is truncated or damaged`, { byteOffset: source.byteLength - length - 8 }, { cause: err });
+  }
+}
+
+/** Node's own decompressors (native, and zlib's sync calls avoid a copy); LZ4 from hyparquet-compressors. Snappy is hyparquet's. */
+async function compressorsFor(metadata: FileMetaData): Promise<Compressors> {
+  const c: Compressors = {
+    GZIP: (input) => gunzipSync(input),
+    BROTLI: (input) => brotliDecompressSync(input),
+    ZSTD: (input) => zstdDecompressSync(input),
+  };
+  const codecs = new Set(metadata.row_groups.flatMap((rg) => rg.columns.map((col) => col.meta_data?.codec)));
+  if (codecs.has('LZ4') || codecs.has('LZ4_RAW')) {
+    const lz4 = await import('hyparquet-compressors');
+    c.LZ4 = lz4.decompressLz4;
+    c.LZ4_RAW = lz4.decompressLz4Raw;
+  }
+  const unsupported = [...codecs].filter((k) => k !== undefined && !['UNCOMPRESSED', 'SNAPPY', 'GZIP', 'BROTLI', 'ZSTD', 'LZ4', 'LZ4_RAW'].includes(k));
+  if (unsupported.length) throw new DecodeError(`the Parquet file uses the ${unsupported.join(', ')} codec, which this connector cannot decompress (supported: uncompressed, snappy, gzip, zstd, brotli, lz4)`);
+  return c;
+}
+
+/** Bytes [start, end) of a row group's column chunks. */
+function rowGroupSpan(rg: RowGroup): { start: number; end: number } {
+  let start = Infinity;
+  let end = 0;
+  for (const col of rg.columns as ColumnChunk[]) {
+    const m = col.meta_data;
+    if (!m) continue;
+    const data = Number(m.data_page_offset);
+    const dict = m.dictionary_page_offset === undefined ? NaN : Number(m.dictionary_page_offset);
+    const s = dict > 0 && dict < data ? dict : data;
+    start = Math.min(start, s);
+    end = Math.max(end, s + Number(m.total_compressed_size));
+  }
+  return start === Infinity ? { start: 0, end: 0 } : { start, end };
+}
+
+/** A row group's uncompressed bytes may take at most this share of the heap limit (decoded values take more). */
+export function maxRowGroupBytes(): number {
+  const env = process.env['SLUICE_HTTP_FILE_PARQUET_MAX_ROW_GROUP_MB'];
+  if (env && /^\d+$/.test(env)) return Number(env) * 1024 * 1024;
+  return Math.floor(getHeapStatistics().heap_size_limit / 2);
+}
+
+export interface ParquetBatch {
+  /** Rows as JSON text without the closing brace (record.ts), in file order. */
+  records: string[];
+  /** Where the row after this batch is: its row group and its index within it. */
+  rowGroup: number;
+  row: number;
+}
+
+export interface ParquetReadOptions extends JsonPlanOptions {
+  /** For messages: the file's URL without credentials. */
+  file: string;
+  /** First row to emit, as an index into the file. */
+  startRow: number;
+  /** Rows per batch handed on. */
+  batchRows?: number;
+  onRowGroup?: (index: number, rows: number, bytes: number) => void;
+}
+
+/** The row group holding file row `row`, and the row's index in it. */
+export function locateRow(metadata: FileMetaData, row: number): { rowGroup: number; row: number } {
+  let base = 0;
+  for (let i = 0; i < metadata.row_groups.length; i++) {
+    const n = Number((metadata.row_groups[i] as RowGroup).num_rows);
+    if (row < base + n) return { rowGroup: i, row: row - base };
+    base += n;
+  }
+  return { rowGroup: metadata.row_groups.length, row: 0 };
+}
+
+/** The rows of the file from `startRow`, as JSON text, a batch at a time. */
+export async function* readParquetRows(source: ByteSource, metadata: FileMetaData, options: ParquetReadOptions): AsyncGenerator<ParquetBatch> {
+  const root = parquetSchema(metadata);
+  const columns = planColumns(root, options);
+  if (columns.some((c) => c.name === '_meta')) throw new DecodeError(`${options.file} has a top-level column named '_meta', which Flow reserves for the document's metadata; rename the column`);
+  const prefixes = columns.map((c, i) => `${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`);
+  const parsers = textParsers(options);
+  const compressors = await compressorsFor(metadata);
+  const limit = maxRowGroupBytes();
+  const batchRows = options.batchRows ?? 2048;
+  const groups = metadata.row_groups;
+  const starts: number[] = [];
+  let total = 0;
+  for (const rg of groups) { starts.push(total); total += Number(rg.num_rows); }
+  const first = locateRow(metadata, options.startRow);
+
+  const fetchGroup = (i: number): Promise<{ start: number; bytes: Uint8Array }> | null => {
+    const rg = groups[i];
+    if (!rg) return null;
+    const { start, end } = rowGroupSpan(rg);
+    return source.read(start, end).then((bytes) => ({ start, bytes }));
+  };
+  const check = (i: number): void => {
+    const rg = groups[i] as RowGroup;
+    const size = Number(rg.total_byte_size);
+    if (size > limit) {
+      const mb = (n: number): string => `${Math.round(n / 1024 / 1024)} MB`;
+      throw new DecodeError(`row group ${i} of ${groups.length} in ${options.file} (rows ${starts[i]}–${(starts[i] as number) + Number(rg.num_rows) - 1}) is ${mb(size)} uncompressed, more than the ${mb(limit)} one row group may take in this connector's memory (half its heap; SLUICE_HTTP_FILE_PARQUET_MAX_ROW_GROUP_MB overrides): write the file with smaller row groups`);
+    }
+  };
+  if (first.rowGroup < groups.length) check(first.rowGroup);
+  let next = fetchGroup(first.rowGroup);
+  next?.catch(() => {});
+  for (let g = first.rowGroup; g < groups.length; g++) {
+    const rg = groups[g] as RowGroup;
+    const rows = Number(rg.num_rows);
+    const span = await (next as Promise<{ start: number; bytes: Uint8Array }>);
+    if (g + 1 < groups.length) check(g + 1);
+    next = fetchGroup(g + 1);
+    next?.catch(() => {});
+    options.onRowGroup?.(g, rows, span.bytes.length);
+    const file: AsyncBuffer = {
+      byteLength: source.byteLength,
+      slice: (start, end = source.byteLength) => {
+        if (start >= span.start && end <= span.start + span.bytes.length) {
+          const b = span.bytes;
+          return b.buffer.slice(b.byteOffset + start - span.start, b.byteOffset + end - span.start) as ArrayBuffer;
+        }
+        return asyncBuffer(source).slice(start, end);
+      },
+    };
+    // Top-level columns, each as the pieces (pages) hyparquet decoded.
+    const pieces: { data: ArrayLike<unknown>; rowStart: number }[][] = columns.map(() => []);
+    const index = new Map(columns.map((c, i) => [c.name, i]));
+    const groupStart = starts[g] as number;
+    try {
+      await parquetRead({
+        file,
+        metadata,
+        rowStart: groupStart,
+        rowEnd: groupStart + rows,
+        compressors,
+        parsers,
+        utf8: false,
+        onChunk: (chunk) => {
+          const i = index.get(chunk.columnName);
+          if (i !== undefined) (pieces[i] as { data: ArrayLike<unknown>; rowStart: number }[]).push({ data: chunk.columnData as ArrayLike<unknown>, rowStart: chunk.rowStart - groupStart });
+        },
+      });
+    } catch (err) {
+      if (err instanceof HttpFileError) throw err;
+      throw new DecodeError(`row group ${g} of ${options.file} (rows ${groupStart}–${groupStart + rows - 1}) could not be decoded: ${(err as Error).message}; the file is damaged or truncated`, { byteOffset: span.start }, { cause: err });
+    }
+    for (const p of pieces) p.sort((a, b) => a.rowStart - b.rowStart);
+    // A cursor per column over its pieces.
+    const cur = pieces.map((p) => ({ p, k: 0, data: p[0]?.data ?? [], base: p[0]?.rowStart ?? 0, end: (p[0]?.rowStart ?? 0) + (p[0]?.data.length ?? 0) }));
+    const value = (c: number, r: number): unknown => {
+      const x = cur[c] as (typeof cur)[number];
+      while (r >= x.end && x.k + 1 < x.p.length) {
+        const piece = x.p[++x.k] as { data: ArrayLike<unknown>; rowStart: number };
+        x.data = piece.data;
+        x.base = piece.rowStart;
+        x.end = piece.rowStart + piece.data.length;
+      }
+      if (r < x.base || r >= x.end) throw new DecodeError(`row group ${g} of ${options.file}: column '${columns[c]?.name}' has no value for row ${groupStart + r}; the file is damaged`);
+      return x.data[r - x.base];
+    };
+    const converts = columns.map((c) => c.convert);
+    const n = converts.length;
+    let r = g === first.rowGroup ? first.row : 0;
+    while (r < rows) {
+      const stop = Math.min(rows, r + batchRows);
+      const records: string[] = new Array(stop - r);
+      for (let k = 0; r < stop; r++, k++) {
+        let s = n === 0 ? '{' : '';
+        for (let c = 0; c < n; c++) s += (prefixes[c] as string) + (converts[c] as (v: unknown) => string)(value(c, r));
+        records[k] = s;
+      }
+      yield { records, rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
+    }
+  }
+}
