@@ -30,15 +30,13 @@ function dateOfDay(day: number): string | null {
   return iso.length === 24 ? iso.slice(0, 10) : null;
 }
 
-/** The sanitiser's fraction rule (datetime.ts): none when zero, else 3, 6 or 9 digits. */
+/** The sanitiser's fraction rule (datetime.ts, as the time crate's RFC 3339): the significant digits, none when zero. */
 function fraction(frac: number, digits: number): string {
   if (frac === 0) return '';
-  let s = String(frac).padStart(digits, '0');
+  const s = String(frac).padStart(digits, '0');
   let sig = s.length;
   while (sig > 0 && s.charCodeAt(sig - 1) === 48) sig--;
-  const want = sig <= 3 ? 3 : sig <= 6 ? 6 : 9;
-  s = s.length >= want ? s.slice(0, want) : s.padEnd(want, '0');
-  return `.${s}`;
+  return `.${s.slice(0, sig)}`;
 }
 
 /** Formats instants (a count of `10^-digits` seconds) as RFC 3339, caching the date of the last day seen. */

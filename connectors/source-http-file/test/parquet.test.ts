@@ -75,11 +75,10 @@ function richExpected(i: number): Record<string, unknown> {
   const iso = (ms: number): string => new Date(ms).toISOString().slice(0, 19);
   const ms = i * 1234;
   const us = i * 1234567;
+  // The sanitiser's rule: the significant digits of the fraction, none when zero.
   const frac = (digits: string): string => {
     const trimmed = digits.replace(/0+$/, '');
-    if (!trimmed) return '';
-    const w = trimmed.length <= 3 ? 3 : trimmed.length <= 6 ? 6 : 9;
-    return `.${digits.slice(0, w).padEnd(w, '0')}`;
+    return trimmed ? `.${trimmed}` : '';
   };
   const wideValue = i === 3 ? '"12345678901234567890.0123456789"' : String(i / 8);
   return {
