@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { closestName, ConfigValidator } from '../src/connector/config.ts';
+import { closestName, ConfigValidator, ConnectorSchemas } from '../src/connector/config.ts';
 import type { JsonSchema, JsonValue } from '../src/protocol/specs.ts';
 
 const schemaFile = (name: string): JsonSchema => JSON.parse(readFileSync(new URL(`../../schemas/${name}`, import.meta.url), 'utf8')) as JsonSchema;
@@ -54,6 +54,13 @@ describe('config errors: unknown keys', () => {
       "Invalid endpoint config (1 problem): /credentials/pasword is not an allowed property; did you mean 'password'?");
     assert.equal(message(sqlserver, { ...base, credentials: { auth_type: 'UserPassword', password: 'p' }, advanced: { feature_flag: '' } }),
       "Invalid endpoint config (1 problem): /advanced/feature_flag is not an allowed property; did you mean 'feature_flags'?");
+  });
+  it("resource configs may carry the `_meta` Flow's control plane writes into them", () => {
+    const schemas = new ConnectorSchemas({ configSchema: { type: 'object' }, resourceConfigSchema: schemaFile('source-http-file.resource.schema.json') });
+    assert.deepEqual(schemas.resourceValidator.validate({ stream: 'a', _meta: { path: ['a'] } }, 'resource config'), { stream: 'a', _meta: { path: ['a'] } });
+    assert.throws(() => schemas.resourceValidator.validate({ stream: 'a', straem: 'b' }, 'resource config'), {
+      message: "Invalid resource config (1 problem): /straem is not an allowed property; did you mean 'stream'?",
+    });
   });
   it('open objects stay open: additionalProperties true or a schema, patternProperties, no properties at all', () => {
     const v = new ConfigValidator({

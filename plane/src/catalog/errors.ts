@@ -12,9 +12,18 @@ export interface CatalogProblem {
   message: string;
 }
 
+/**
+ * `s` with control characters (C0, DEL, C1), bidi controls and line/paragraph separators written as `\uXXXX`, so
+ * text from a catalog (a hostile name, a pointer made of one) cannot rewrite a terminal or a log line.
+ */
+export function escapeControls(s: string): string {
+  // eslint-disable-next-line no-control-regex -- matching control characters is the point
+  return s.replace(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 export function formatProblem(p: CatalogProblem): string {
   const where = p.line > 0 ? `${p.file}:${p.line}:${p.column}` : p.file;
-  return `${where}: ${p.pointer === '' ? '(document root)' : p.pointer}: ${p.message}`;
+  return escapeControls(`${where}: ${p.pointer === '' ? '(document root)' : p.pointer}: ${p.message}`);
 }
 
 export class CatalogError extends SluiceError {

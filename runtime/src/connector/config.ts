@@ -240,7 +240,9 @@ export class ConnectorSchemas {
     return this.config;
   }
   get resourceValidator(): ConfigValidator {
-    this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config', false, tolerate(this.schemas.resourceKeysBeyondSchema));
+    // Flow's control plane writes `_meta` (e.g. `{path: [...]}`) into resource configs (estuary/connectors#2784).
+    const declared = this.schemas.resourceKeysBeyondSchema ?? {};
+    this.resource ??= new ConfigValidator(this.schemas.resourceConfigSchema, 'resource config', false, tolerate({ ...declared, '': [...(declared[''] ?? []), '_meta'] }));
     return this.resource;
   }
   /**
