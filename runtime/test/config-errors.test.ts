@@ -93,9 +93,9 @@ describe('config errors: oneOf/anyOf reduced to the selected branch', () => {
   });
   it('an unknown discriminator value is listed against the allowed ones', () => {
     assert.equal(message(httpFile, { url: 'https://e.com/a', parser: { format: { type: 'xlsx' } } }),
-      'Invalid endpoint config (1 problem): /parser/format/type "xlsx" is not a known format; allowed: "auto", "avro", "json", "csv", "protobuf", "w3cExtendedLog"');
+      'Invalid endpoint config (1 problem): /parser/format/type "xlsx" is not a known format; allowed: "auto", "avro", "json", "csv", "protobuf", "w3cExtendedLog", "parquet"');
     assert.equal(message(httpFile, { url: 'https://e.com/a', parser: { format: { type: 'jsn' } } }),
-      'Invalid endpoint config (1 problem): /parser/format/type "jsn" is not a known format; allowed: "auto", "avro", "json", "csv", "protobuf", "w3cExtendedLog" (did you mean "json"?)');
+      'Invalid endpoint config (1 problem): /parser/format/type "jsn" is not a known format; allowed: "auto", "avro", "json", "csv", "protobuf", "w3cExtendedLog", "parquet" (did you mean "json"?)');
   });
   it('a oneOf of constants reads as an enum', () => {
     assert.equal(message(httpFile, { url: 'https://e.com/a', parser: { compression: 'gzp' } }),

@@ -33,8 +33,8 @@ describe('ConfigValidator: bad input', () => {
       assert.equal(err.name, 'ConfigError');
       assert.equal(err.code, 'CONFIG');
       assert.equal(err.message,
-        'Invalid endpoint config (6 problems): /host is required; /port must be >= 1; /password must NOT have fewer than 12 characters; ' +
-        '/mode must be one of "a", "b"; /url must match format "uri"; /extra is not an allowed property; allowed: host, port, password, mode, url, advancedOpts, auth');
+        'Invalid endpoint config (6 problems): /extra is not an allowed property; allowed: host, port, password, mode, url, advancedOpts, auth; ' +
+        '/host is required; /port must be >= 1; /password must NOT have fewer than 12 characters; /mode must be one of "a", "b"; /url must match format "uri"');
       assert.doesNotMatch(err.message, /shh/);
       return true;
     });

@@ -40,8 +40,26 @@ function neverShape(): Shape {
 
 const MAX_DEPTH = 24;
 
-/** Builds the shape of `schema`; `$ref`s starting with `#` are resolved against `root`. */
-export function shapeOf(schema: JsonSchema, root: JsonSchema = schema, depth = 0): Shape {
+/**
+ * The schema resources a schema embeds under `$defs` with an `$id` (`flow://write-schema`, files referenced by
+ * `$ref`, `flow://connector-schema`), by `$id`: what a non-local `$ref` resolves to.
+ */
+export function embeddedResources(root: JsonSchema): Map<string, JsonSchema> {
+  const out = new Map<string, JsonSchema>();
+  if (!isObject(root)) return out;
+  for (const kw of ['$defs', 'definitions']) {
+    const defs = root[kw];
+    if (!isObject(defs)) continue;
+    for (const def of Object.values(defs)) if (isObject(def) && typeof def.$id === 'string') out.set(def.$id, def);
+  }
+  return out;
+}
+
+/**
+ * Builds the shape of `schema`; `$ref`s starting with `#` are resolved against `root` (the current resource),
+ * others against `resources` (embeddedResources of the top-level schema), fragment included.
+ */
+export function shapeOf(schema: JsonSchema, root: JsonSchema = schema, depth = 0, resources: Map<string, JsonSchema> = embeddedResources(root)): Shape {
   if (schema === true || depth > MAX_DEPTH) return anyShape();
   if (schema === false) return neverShape();
   let shape = anyShape();
@@ -49,7 +67,12 @@ export function shapeOf(schema: JsonSchema, root: JsonSchema = schema, depth = 0
 
   if (typeof s.$ref === 'string' && s.$ref.startsWith('#')) {
     const target = resolveLocalRef(root, s.$ref);
-    if (target !== undefined) shape = intersect(shape, shapeOf(target, root, depth + 1));
+    if (target !== undefined) shape = intersect(shape, shapeOf(target, root, depth + 1, resources));
+  } else if (typeof s.$ref === 'string') {
+    const hash = s.$ref.indexOf('#');
+    const resource = resources.get(hash < 0 ? s.$ref : s.$ref.slice(0, hash));
+    const target = resource === undefined ? undefined : hash < 0 ? resource : resolveLocalRef(resource, s.$ref.slice(hash));
+    if (resource !== undefined && target !== undefined) shape = intersect(shape, shapeOf(target, resource, depth + 1, resources));
   }
 
   if (typeof s.type === 'string' || Array.isArray(s.type)) {
@@ -79,26 +102,26 @@ export function shapeOf(schema: JsonSchema, root: JsonSchema = schema, depth = 0
   if (isObject(s.properties)) {
     for (const [name, sub] of Object.entries(s.properties)) {
       if (!isSchema(sub)) continue;
-      shape.properties.set(name, { shape: shapeOf(sub, root, depth + 1), required: required.has(name) });
+      shape.properties.set(name, { shape: shapeOf(sub, root, depth + 1, resources), required: required.has(name) });
     }
   }
   for (const name of required) {
     if (!shape.properties.has(name)) shape.properties.set(name, { shape: anyShape(), required: true });
   }
-  if (isSchema(s.additionalProperties)) shape.additional = shapeOf(s.additionalProperties, root, depth + 1);
+  if (isSchema(s.additionalProperties)) shape.additional = shapeOf(s.additionalProperties, root, depth + 1, resources);
   if (isObject(s.patternProperties) && Object.keys(s.patternProperties).length > 0 && shape.additional && shape.additional.types.size === 0) {
     // Members matching a pattern may exist even when additionalProperties is false.
     shape.additional = anyShape();
   }
-  if (isSchema(s.items)) shape.items = shapeOf(s.items, root, depth + 1);
+  if (isSchema(s.items)) shape.items = shapeOf(s.items, root, depth + 1, resources);
 
   if (Array.isArray(s.allOf)) {
-    for (const sub of s.allOf) if (isSchema(sub)) shape = intersect(shape, shapeOf(sub, root, depth + 1));
+    for (const sub of s.allOf) if (isSchema(sub)) shape = intersect(shape, shapeOf(sub, root, depth + 1, resources));
   }
   for (const kw of ['anyOf', 'oneOf'] as const) {
     const branches = s[kw];
     if (Array.isArray(branches) && branches.length > 0) {
-      const shapes = branches.filter(isSchema).map((b) => shapeOf(b, root, depth + 1));
+      const shapes = branches.filter(isSchema).map((b) => shapeOf(b, root, depth + 1, resources));
       const u = shapes.slice(1).reduce((acc, b) => union(acc, b), shapes[0] ?? anyShape());
       shape = intersect(shape, u);
     }

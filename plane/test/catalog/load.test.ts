@@ -56,7 +56,7 @@ $defs:
 test('bad input: a name that breaks the grammar is reported with file, line and pointer', async () => {
   const problems = await problemsOf({ 'flow.yaml': 'collections:\n  /acme/orders:\n    schema: true\n    key: [/id]\n' });
   assert.deepEqual(problems, [
-    `flow.yaml:2:3 /collections/~1acme~1orders "/acme/orders" is not a valid catalog name: names are one or more components of Unicode letters, numbers, '-', '_' or '.', separated by '/', with no leading or trailing '/'`,
+    `flow.yaml:2:3 /collections/~1acme~1orders "/acme/orders" is not a valid catalog name: names are one or more components of Unicode letters, numbers, '-', '_' or '.' (a component may not be '.' or '..'), separated by '/', with no empty component and no leading or trailing '/'`,
   ]);
 });
 
