@@ -10,6 +10,7 @@ import { createControlPlane, type ControlPlane } from '../control/index.ts';
 import { notFound } from '../ingest/ingest.ts';
 import { LocalPlane, type PublishResult } from '../plane.ts';
 import { Launcher } from '../tasks/launcher.ts';
+import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 
 export const description = 'run a catalog on this machine: tasks, journals, /ingest and the /api/v1 control plane';
@@ -54,6 +55,7 @@ function listen(server: Server, port: number, host: string): Promise<number> {
 /** Starts the local plane (used by `serve`, `start` and end-to-end tests). */
 export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   const log = o.log ?? ((m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`));
+  secureDataDir(o.dataDir, (m) => log(`warning: ${m}`));
   const control = createControlPlane({ dataDir: o.dataDir });
   const plane = new LocalPlane({
     catalogFile: o.catalogFile, dataDir: o.dataDir, recorder: control.recorder, log,

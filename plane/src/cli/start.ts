@@ -3,13 +3,14 @@
 // source-http-file captures it into the collection's journals, materialize-sqlite writes
 // <data dir>/quickstart.db, and the ingester and control-plane API stay up. Prints what happened and
 // what to try next; on a TTY it shows progress while the pipeline runs.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { serveFile } from '../../../examples/quickstart/file-server.ts';
 import { DEFAULT_ROWS, ridesCsvGz } from '../../../examples/quickstart/generate.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
+import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
 
 export const description = 'the quickstart: capture a CSV served over local HTTP into journals, materialize it into SQLite, keep the API and ingester up';
@@ -80,13 +81,15 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
     const logs: string[] = [];
     const log = (m: string) => { logs.push(m); if (process.env.SLUICE_VERBOSE) process.stderr.write(`${m}\n`); };
 
-    mkdirSync(join(dataDir, 'quickstart'), { recursive: true });
+    // The data dir is private (data-dir.ts): create what the quickstart puts there private too.
+    makeDataDir(join(dataDir, 'quickstart'));
     const body = ridesCsvGz(rows);
     const file = await serveFile({ body, path: '/rides.csv.gz', contentType: 'application/gzip', lastModified: SOURCE_LAST_MODIFIED });
     const db = join(dataDir, 'quickstart.db');
+    makePrivateFile(db);
     const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
     // The URL's port changes per run; the file's content does not (same Last-Modified and ETag).
-    writeFileSync(catalogFile, readFileSync(TEMPLATE, 'utf8').replaceAll('${QUICKSTART_URL}', file.url).replaceAll('${QUICKSTART_DB}', db));
+    writeFileSync(catalogFile, readFileSync(TEMPLATE, 'utf8').replaceAll('${QUICKSTART_URL}', file.url).replaceAll('${QUICKSTART_DB}', db), { mode: 0o600 });
     out(`Sluice quickstart\n  source   ${file.url}  (${fmt(rows)} rides, ${mb(body.length)} gzipped CSV, generated)\n  catalog  ${catalogFile}\n`);
 
     const running = await startPlaneWithFallback({

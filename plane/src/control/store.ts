@@ -2,7 +2,6 @@
 // task metrics and refresh tokens, in SQLite (node:sqlite, WAL) under the data dir, so status survives
 // restarts. It implements ControlRecorder (what the data plane reports) and answers the status API.
 import { createHash } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
@@ -11,6 +10,7 @@ import type {
   ControlRecorder, JobStatusType, PublicationOutcome, PublishInput, ShardFailureInput, TaskMetricsInput,
 } from './recorder.ts';
 import { IdGenerator } from './ids.ts';
+import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { upgradeImage } from './upgrade.ts';
 
 /** How many condensed entries of publication history each spec keeps (newest first). */
@@ -170,7 +170,9 @@ export class ControlStore implements ControlRecorder {
   readonly ids: IdGenerator;
 
   constructor(dataDir: string) {
-    mkdirSync(dataDir, { recursive: true });
+    makeDataDir(dataDir);
+    // Refresh-token hashes: private from its creation (SQLite gives -wal/-shm the database file's mode).
+    makePrivateFile(join(dataDir, 'control.db'));
     this.db = new DatabaseSync(join(dataDir, 'control.db'));
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
     this.db.exec(SCHEMA);

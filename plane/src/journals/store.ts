@@ -10,10 +10,10 @@
 //   raft_term   the count of times the store has been opened (persisted, +1 per open)
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { JsonValue } from '@sluice/runtime';
+import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import type { PartitionLabels } from './names.ts';
 
 export interface StoreHeader {
@@ -104,7 +104,9 @@ export class JournalStore {
 
   /** Opens (creating if needed) `<dataDir>/journals.db`. */
   static open(dataDir: string, options: { synchronous?: 'FULL' | 'NORMAL' } = {}): JournalStore {
-    mkdirSync(dataDir, { recursive: true });
+    makeDataDir(dataDir);
+    // Journals are private from their creation (SQLite gives -wal/-shm the database file's mode).
+    makePrivateFile(join(dataDir, 'journals.db'));
     return new JournalStore(join(dataDir, 'journals.db'), { synchronous: options.synchronous ?? 'FULL' });
   }
 
