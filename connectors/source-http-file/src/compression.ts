@@ -8,7 +8,7 @@ import { createRequire } from 'node:module';
 import type * as Fflate from 'fflate';
 import type { Unzip } from 'fflate';
 import type { Compression } from './schema.ts';
-import { DecodeError } from './errors.ts';
+import { ConfigError, DecodeError } from './errors.ts';
 
 export type ResolvedCompression = Exclude<Compression, null>;
 
@@ -371,19 +371,63 @@ async function* throughZlib(source: AsyncIterable<Uint8Array>, kind: string, mak
   if (sourceError) throw sourceError;
 }
 
+/**
+ * Decompression bombs (issue 17.7): once the output passes RATIO_CHECK_AFTER_BYTES, it may not exceed
+ * this many times the compressed bytes read so far (read-ahead included, so the ratio is underestimated,
+ * never over). Real CSV/JSON compresses ~5–50×; gzip cannot exceed ~1032×, zstd can go far beyond.
+ * `HTTP_FILE_MAX_DECOMPRESSION_RATIO` changes it (0 turns the check off).
+ */
+export const DEFAULT_MAX_DECOMPRESSION_RATIO = 500;
+export const RATIO_CHECK_AFTER_BYTES = 64 * 1024 * 1024;
+
+/** The ratio limit from the environment (read per file, so the parser thread sees the same value). */
+export function maxDecompressionRatio(): number {
+  const v = process.env['HTTP_FILE_MAX_DECOMPRESSION_RATIO'];
+  if (v === undefined || v.trim() === '') return DEFAULT_MAX_DECOMPRESSION_RATIO;
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0) throw new ConfigError(`HTTP_FILE_MAX_DECOMPRESSION_RATIO must be a non-negative number (0 = no limit), got '${v}'`);
+  return n;
+}
+
 /** The decompressed content of a body, as member/data events. */
-export async function* decompress(source: AsyncIterable<Uint8Array>, compression: ResolvedCompression): AsyncGenerator<Decompressed> {
-  if (compression === 'zip') {
-    const zip = new ZipSplitter();
-    for await (const chunk of source) yield* zip.push(chunk);
-    yield* zip.end();
-    return;
-  }
-  yield { member: null };
+export async function* decompress(source: AsyncIterable<Uint8Array>, compression: ResolvedCompression, maxRatio = maxDecompressionRatio()): AsyncGenerator<Decompressed> {
   if (compression === 'none') {
+    yield { member: null };
     for await (const chunk of source) if (chunk.length) yield { data: chunk };
     return;
   }
-  const data = compression === 'gzip' ? throughZlib(source, 'gzip', () => createGunzip(zlibOptions())) : zstdFrames(source);
-  for await (const chunk of data) yield { data: chunk };
+  let compressed = 0;
+  let output = 0;
+  const counted = (async function* () {
+    for await (const chunk of source) {
+      compressed += chunk.length;
+      yield chunk;
+    }
+  })();
+  const check = (length: number): void => {
+    output += length;
+    if (maxRatio > 0 && output > RATIO_CHECK_AFTER_BYTES && output > maxRatio * compressed) {
+      throw new DecodeError(`the ${compression} data expands more than ${maxRatio}× (${output} bytes from the first ${compressed} compressed bytes): this looks like a decompression bomb; if the file is genuine, raise the limit with the environment variable HTTP_FILE_MAX_DECOMPRESSION_RATIO (0 = no limit)`, { byteOffset: compressed });
+    }
+  };
+  if (compression === 'zip') {
+    const zip = new ZipSplitter();
+    for await (const chunk of counted) {
+      for (const ev of zip.push(chunk)) {
+        if ('data' in ev) check(ev.data.length);
+        yield ev;
+      }
+    }
+    for (const ev of zip.end()) {
+      if ('data' in ev) check(ev.data.length);
+      yield ev;
+    }
+    return;
+  }
+  yield { member: null };
+  const data = compression === 'gzip' ? throughZlib(counted, 'gzip', () => createGunzip(zlibOptions())) : zstdFrames(counted);
+  for await (const chunk of data) {
+    check(chunk.length);
+    yield { data: chunk };
+  }
 }

@@ -10,7 +10,7 @@
 // stay on the string path. The output is byte for byte what the string path gives, as are the batch ends,
 // positions, skipped records on resume and errors (test/csv-bytes.test.ts compares both on many files).
 import type { CharsetDecoder } from './charset.ts';
-import { CsvRecordParser, MAX_ROW_CHARS, tooLong } from './csv.ts';
+import { CsvRecordParser, MAX_ROW_CHARS, deferLongRow, tooLong } from './csv.ts';
 import type { CsvConfig } from './schema.ts';
 import type { CsvHandOff, CsvResume } from './csv.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
@@ -73,6 +73,8 @@ export class CsvByteDecoder implements RecordDecoder {
    */
   #work: Buffer = Buffer.allocUnsafe(0);
   #carryLength = 0;
+  /** Bytes carried when the last scan ended inside a row (see deferLongRow). */
+  #carried = 0;
   #line = 1;
   #pendingCR = false;
   /** UTF-8 bytes of tokenizer text consumed (row offsets in errors count from here). */
@@ -175,6 +177,11 @@ export class CsvByteDecoder implements RecordDecoder {
         this.#work = bigger;
       }
       this.#work.set(bytes, carried);
+      // A long incomplete row is re-scanned only once the bytes held have grown by half (csv.ts).
+      if (!final && deferLongRow(this.#carried, carried + bytes.length)) {
+        this.#carryLength = carried + bytes.length;
+        return;
+      }
       s = this.#work.subarray(0, carried + bytes.length);
     } else {
       s = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
@@ -341,7 +348,8 @@ export class CsvByteDecoder implements RecordDecoder {
           line++;
           break;
         }
-        // A complete row.
+        // A complete row (the length limit holds however the row was split into chunks).
+        if (pos - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine);
         if (fields > width) {
           sink.len = rowOut;
           const at = this.#textBytes + rowStart;
@@ -379,6 +387,7 @@ export class CsvByteDecoder implements RecordDecoder {
       }
     }
     this.#carryLength = rest;
+    this.#carried = rest;
     this.#line = consumedLine;
   }
 

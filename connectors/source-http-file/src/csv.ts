@@ -35,6 +35,20 @@ const CR = 13;
 export const MAX_ROW_CHARS = 64 * 1024 * 1024;
 
 /**
+ * Linear time on long rows. A push re-scans the carried incomplete row from its start, so a row spread
+ * over k chunks would cost O(k²) (a 32 MB row took 32 s). Once the carried row reaches this size it is
+ * re-scanned only when the text held has grown by half since the last scan (or at the end, or past
+ * MAX_ROW_CHARS): geometric growth, so every character is scanned O(1) times. Smaller rows are scanned
+ * at every push, as before (batch ends unchanged).
+ */
+export const LONG_ROW_CHARS = 1024 * 1024;
+
+/** Whether a carried incomplete row of `carried` units, now `held` with the new input, should wait. */
+export function deferLongRow(carried: number, held: number): boolean {
+  return carried >= LONG_ROW_CHARS && held < carried + (carried >> 1) && held <= MAX_ROW_CHARS;
+}
+
+/**
  * Text in → rows out. Holds at most one incomplete row between pushes.
  */
 export class CsvTokenizer {
@@ -63,10 +77,14 @@ export class CsvTokenizer {
     this.#term = this.#crlf ? -1 : dialect.lineEnding.charCodeAt(0);
   }
 
+  /** Length of #buf when the last scan ended inside a row (0 = it did not). */
+  #carried = 0;
+
   /** Rows completed by `text`; with `maxRows`, stops after that many (the rest stays for the next call). */
   push(text: string, maxRows = Infinity): CsvRow[] {
     if (text.length === 0) return [];
     this.#buf = this.#buf.length ? this.#buf + text : text;
+    if (deferLongRow(this.#carried, this.#buf.length)) return [];
     return this.#parse(false, maxRows);
   }
 
@@ -184,6 +202,7 @@ export class CsvTokenizer {
         }
         if (pos >= n) {
           if (!final) { if (n - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine); break rows; }
+          if (pos - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine);
           rows.push({ fields, line: rowLine, byteOffset: rowStart });
           consumed = pos;
           consumedLine = line;
@@ -197,6 +216,8 @@ export class CsvTokenizer {
           if (pos < n) { if (s.charCodeAt(pos) === LF) pos++; } else if (!final) this.#pendingCR = true;
         }
         line++;
+        // A row may also arrive whole: the limit holds however it was split.
+        if (pos - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine);
         rows.push({ fields, line: rowLine, byteOffset: rowStart });
         consumed = pos;
         consumedLine = line;
@@ -208,6 +229,7 @@ export class CsvTokenizer {
     if (rows.length) this.#resolveOffsets(s, rows, bytes === n);
     this.#bytes += consumed === n ? bytes : bytes === n ? consumed : Buffer.byteLength(s.slice(0, consumed));
     this.#buf = consumed === n ? '' : s.slice(consumed);
+    this.#carried = rows.length < maxRows ? this.#buf.length : 0;
     this.#line = consumedLine;
     return rows;
   }

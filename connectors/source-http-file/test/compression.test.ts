@@ -21,7 +21,27 @@ async function run(bytes: Uint8Array, compression: ResolvedCompression, size = 1
 
 const text = 'a,b\n1,2\n'.repeat(1000);
 
+/** Output bytes of decompress(), without keeping them. */
+async function drain(bytes: Uint8Array, compression: ResolvedCompression, maxRatio?: number): Promise<number> {
+  let total = 0;
+  const chunks = Array.from({ length: Math.ceil(bytes.length / 65536) }, (_, i) => bytes.subarray(i * 65536, (i + 1) * 65536));
+  for await (const ev of decompress(Readable.from(chunks, { objectMode: true }), compression, maxRatio)) if ('data' in ev) total += ev.data.length;
+  return total;
+}
+
 describe('compression', () => {
+  test('bad input: a decompression bomb (gzip, zstd, zip) stops with a clear error; the limit can be raised or turned off', async () => {
+    const zeros = Buffer.alloc(80 * 1024 * 1024, 0x30);
+    const bombs: [ResolvedCompression, Uint8Array][] = [['gzip', gzipSync(zeros)], ['zstd', zstdCompressSync(zeros)], ['zip', zipSync({ 'a.csv': zeros })]];
+    for (const [kind, bomb] of bombs) {
+      await assert.rejects(drain(bomb, kind), (e: unknown) => e instanceof DecodeError
+        && new RegExp(`^the ${kind} data expands more than 500× \\(\\d+ bytes from the first \\d+ compressed bytes\\): this looks like a decompression bomb; if the file is genuine, raise the limit with the environment variable HTTP_FILE_MAX_DECOMPRESSION_RATIO \\(0 = no limit\\)$`).test(e.message), kind);
+      assert.equal(await drain(bomb, kind, 0), zeros.length, `${kind}: ratio 0 = no limit`);
+    }
+    // Below the first 64 MiB of output nothing is checked (small, very repetitive files are fine).
+    assert.equal(await drain(gzipSync(Buffer.alloc(32 * 1024 * 1024, 0x30)), 'gzip', 2), 32 * 1024 * 1024);
+  });
+
   test('bad input: truncated gzip', async () => {
     const gz = gzipSync(text);
     await assert.rejects(run(gz.subarray(0, gz.length - 20), 'gzip', 7), (e: unknown) => e instanceof DecodeError && /^failed to decompress content as gzip: the compressed data is truncated \(unexpected end of file\)/.test(e.message));

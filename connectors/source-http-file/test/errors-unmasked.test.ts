@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import { openRequest, startServer } from './helpers.ts';
 import type { FileServer } from './helpers.ts';
-import { PROTO } from './fixtures.ts';
+import { PROTO, gzipSync } from './fixtures.ts';
 
 const BIN = new URL('../bin/source-http-file.js', import.meta.url).pathname;
 const DEADLINE_MS = 60_000;
@@ -34,6 +34,10 @@ const CASES: { name: string; path: string; body: Buffer | string; parser?: objec
   { name: 'W3C row wider than #Fields', path: '/bad.log', body: `#Fields: a b\n${'4\t5\n'.repeat(300_000)}1\t2\t3\n`, parser: { format: { type: 'w3cExtendedLog' } }, expect: /^W3C log row at line 300002 has 3 fields, but #Fields defines 2$/ },
   // 17.9: the sample (64 KiB) is ASCII, so UTF-8 is detected; the bad byte arrives in a later chunk.
   { name: 'invalid UTF-8 after the detection sample', path: '/latin.csv', body: Buffer.concat([Buffer.from(`a,b\n${CSV_ROWS}`), Buffer.from([0x31, 0x2c, 0xe9, 0x0a])]), expect: /^input bytes were not valid for encoding 'utf-8' at byte offset 1200006: set parser.format.config.encoding to the file's real encoding$/ },
+  // 17.7: a row over the limit is rejected (in time linear in its length: bench/http-file-long-rows.ts),
+  // and a decompression bomb stops at the ratio limit.
+  { name: 'CSV row longer than 64 MiB', path: '/long-row.csv', body: `a,b\n1,2\n${'x'.repeat(64 * 1024 * 1024 + 16)},1\n`, expect: /^CSV row starting at line 3 is longer than 67108864 characters: check the quote and line ending settings$/ },
+  { name: 'gzip bomb', path: '/bomb.csv.gz', body: gzipSync(Buffer.concat([Buffer.from('a\n'), Buffer.alloc(80 * 1024 * 1024, 0x0a)])), expect: /^the gzip data expands more than 500× \(\d+ bytes from the first \d+ compressed bytes\): this looks like a decompression bomb/ },
 ];
 
 interface Exit { code: number | null; signal: string | null; errors: string[] }
