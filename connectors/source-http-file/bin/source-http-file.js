@@ -7,7 +7,10 @@
 // A host that runs `node bin/source-http-file.js` itself should pass them too (bench/http-file.ts reads
 // the flags from this line).
 // Environment (optional): HTTP_FILE_CHECKPOINT_EVERY, HTTP_FILE_MAX_RETRIES, HTTP_FILE_BACKOFF_MS,
-// HTTP_FILE_CONNECT_TIMEOUT_MS, HTTP_FILE_IDLE_TIMEOUT_MS (tests and tuning).
+// HTTP_FILE_CONNECT_TIMEOUT_MS, HTTP_FILE_IDLE_TIMEOUT_MS (tests and tuning); limits:
+// HTTP_FILE_MIN_BYTES_PER_SECOND (default 1024; 0 = no rule) over HTTP_FILE_THROUGHPUT_WINDOW_MS
+// (default 60000) of waiting for the server, HTTP_FILE_DEADLINE_MS (per file; default 0 = none);
+// HTTP_FILE_BLOCK_PRIVATE_ADDRESSES=1 refuses loopback/private addresses (for shared planes).
 // The bin is plain JavaScript (type-checked through JSDoc): a TypeScript entry would make Node start its
 // TypeScript stripper (a WebAssembly module) on every start, ~50 ms, which the compile cache cannot skip
 // for the entry itself; the modules it imports are TypeScript, cached.
@@ -48,6 +51,20 @@ const connect = envInt('HTTP_FILE_CONNECT_TIMEOUT_MS');
 if (connect !== undefined) http.connectTimeoutMs = connect;
 const idle = envInt('HTTP_FILE_IDLE_TIMEOUT_MS');
 if (idle !== undefined) http.idleTimeoutMs = idle;
+const minRate = envInt('HTTP_FILE_MIN_BYTES_PER_SECOND');
+if (minRate !== undefined) http.minBytesPerSecond = minRate;
+const rateWindow = envInt('HTTP_FILE_THROUGHPUT_WINDOW_MS');
+if (rateWindow !== undefined && rateWindow > 0) http.throughputWindowMs = rateWindow;
+const deadline = envInt('HTTP_FILE_DEADLINE_MS');
+if (deadline !== undefined) http.deadlineMs = deadline;
+const block = process.env['HTTP_FILE_BLOCK_PRIVATE_ADDRESSES'];
+if (block !== undefined && block !== '' && block !== '0') {
+  if (block !== '1') {
+    process.stderr.write(`${JSON.stringify({ level: 'error', message: `HTTP_FILE_BLOCK_PRIVATE_ADDRESSES must be 0 or 1, got '${block}'` })}\n`);
+    process.exit(1);
+  }
+  http.blockPrivateAddresses = true;
+}
 const every = envInt('HTTP_FILE_CHECKPOINT_EVERY');
 
 await runCaptureMain(createHttpFileConnector({ http, ...(every !== undefined && every > 0 ? { checkpointEvery: every } : {}) }));

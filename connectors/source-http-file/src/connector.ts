@@ -1,15 +1,14 @@
 // The source-http-file connector: spec, discover, validate and one capture sweep per session.
-// State per binding, under bindingStateV1.<stateKey> (upstream-compatible field names):
-//   { path, maxMod, etag, records, complete, minBound }
-// path = the file (`_meta/file`), maxMod = Last-Modified of the version being/last captured (RFC 3339),
-// etag = its ETag, records = documents emitted so far, complete = the version was captured in full,
-// minBound = Last-Modified of the last complete capture (what upstream uses to skip).
+// State per binding, under bindingStateV1.<stateKey>: upstream's fields and sweep rules (state.ts), plus
+// Sluice's resume extras (etag, byteOffset, csv) while a file is mid-transfer. `_meta/file` and the
+// state's `path` are the file's name as upstream derives it: the last segment of the configured URL's
+// percent-decoded path (no query, no credentials).
 import type {
   BaseContext, CaptureBinding, CaptureConnector, CaptureOpenContext, CaptureOutput, DiscoveredBinding, JsonObject, JsonSchema,
   JsonValue, Logger,
 } from '@sluice/runtime';
 import { ConfigError, DecodeError } from './errors.ts';
-import { HttpClient, redactUrl } from './http.ts';
+import { HttpClient, redactUrl, urlWithoutQuery } from './http.ts';
 import type { FileInfo, HttpClientOptions } from './http.ts';
 import { minorGcBudget } from './gc.ts';
 import { framedBatches, LineSink } from './lines.ts';
@@ -17,9 +16,11 @@ import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts
 import type { ParsedBatch } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { captureParquet, checkParquetCompression, discoverParquet, hasParquetMagic, parquetBy } from './parquet-capture.ts';
-import type { ParquetPosition } from './parquet-capture.ts';
-import { configSchema, resourceSchema } from './schema.ts';
+import { configSchema, hiddenParserOptionsSchema, resourceSchema } from './schema.ts';
 import type { CsvResume } from './csv.ts';
+import { Decorator, isCustomDecoration, META_OFFSET, pointerTokens } from './decorate.ts';
+import { fileDonePatch, formatTime, horizonOf, midFilePatch, patchChanges, readState, skipReason, sweepDonePatch } from './state.ts';
+import type { BindingState, ResumeExtras, SweepState } from './state.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
@@ -38,21 +39,6 @@ export interface ConnectorOptions {
   worker?: boolean;
 }
 
-interface BindingState {
-  path?: string;
-  maxMod?: string | null;
-  etag?: string | null;
-  records?: number;
-  complete?: boolean;
-  minBound?: string;
-  /** Raw byte offset where record `records` starts (uncompressed UTF-8 CSV/JSON only), or null. */
-  byteOffset?: number | null;
-  /** CSV header names and dialect, needed to parse from byteOffset. */
-  csv?: CsvResume | null;
-  /** Parquet: the row group and row where record `records` is (mid-file only). */
-  parquet?: ParquetPosition | null;
-}
-
 const ENDPOINT_KEYS = ['url', 'credentials', 'parser', 'headers'];
 const PARSER_KEYS = ['format', 'compression', 'defaultOffset', 'addRecordOffset', 'addValues', 'filename', 'contentType', 'contentEncoding'];
 
@@ -68,9 +54,24 @@ export function checkConfig(config: EndpointConfig): void {
     try {
       const u = new URL(config.url);
       if ((u.protocol !== 'http:' && u.protocol !== 'https:') || !u.hostname) problems.push(`URL "${redactUrl(config.url)}" is not valid (it must be a complete URL with an HTTP scheme and domain)`);
+      else if (/%(?![0-9a-f]{2})/i.test(u.pathname)) problems.push(`URL "${redactUrl(config.url)}" is invalid: its path has a '%' that does not start a percent-escape (write it as %25)`);
     } catch (err) {
-      problems.push(`URL is invalid: '${config.url}' (${(err as Error).message}); give a complete URL such as https://example.com/data.csv`);
+      problems.push(`URL is invalid: '${redactUrl(config.url)}' (${(err as Error).message}); give a complete URL such as https://example.com/data.csv`);
     }
+  }
+  const headerKeys = Object.keys(config.headers ?? {}).filter((k) => k !== 'items' && k !== 'followRedirects');
+  if (headerKeys.length) problems.push(`unknown headers ${headerKeys.length === 1 ? 'property' : 'properties'} ${headerKeys.map((k) => `'${k}'`).join(', ')} (allowed: items, followRedirects)`);
+  const parser = (config.parser ?? {}) as Record<string, unknown>;
+  for (const [k, spec] of Object.entries(hiddenParserOptionsSchema.properties)) {
+    const v = parser[k];
+    if (v === undefined || v === null) continue;
+    const ok = spec.type === 'object' ? typeof v === 'object' && !Array.isArray(v) : typeof v === spec.type;
+    if (!ok) problems.push(`parser.${k} must be ${spec.type === 'object' ? 'an object' : `a ${spec.type}`} (${spec.description.replace(/\.$/, '')}), got ${JSON.stringify(v)}`);
+  }
+  const offsetPointer = parser['addRecordOffset'];
+  if (typeof offsetPointer === 'string' && offsetPointer !== '' && !offsetPointer.startsWith('/')) problems.push(`parser.addRecordOffset must be a JSON pointer such as '/_meta/offset', got '${offsetPointer}'`);
+  for (const k of Object.keys((parser['addValues'] as Record<string, unknown> | undefined) ?? {})) {
+    if (k !== '' && !k.startsWith('/')) problems.push(`parser.addValues keys must be JSON pointers such as '/source', got '${k}'`);
   }
   try {
     checkParserConfig(config.parser);
@@ -88,15 +89,23 @@ export function recommendedName(url: string): string {
   return (last || u.hostname).replace(/^\/+|\/+$/g, '');
 }
 
-/** The name used for format and compression detection: the last path segment of the URL. */
+/**
+ * The file's name as upstream derives it (its listing path, hence `_meta/file` and the state's `path`):
+ * the last "/"-segment of the URL's percent-decoded path, not trimmed ("" for a URL ending in "/").
+ * No query, fragment or credentials. Percent-escapes decode to bytes read as UTF-8 (invalid ones
+ * become U+FFFD, as Go's JSON encoding of the name would give).
+ */
 export function fileNameOf(url: string): string {
   const u = new URL(url);
-  const segments = u.pathname.split('/');
-  try {
-    return decodeURIComponent(segments[segments.length - 1] ?? '');
-  } catch {
-    return segments[segments.length - 1] ?? '';
+  const bytes: number[] = [];
+  const path = u.pathname;
+  for (let i = 0; i < path.length; i++) {
+    const m = path[i] === '%' ? /^[0-9a-f]{2}$/i.exec(path.slice(i + 1, i + 3)) : null;
+    if (m) { bytes.push(parseInt(m[0], 16)); i += 2; continue; }
+    for (const b of Buffer.from(path[i] as string)) bytes.push(b);
   }
+  const decoded = Buffer.from(bytes).toString('utf8');
+  return decoded.slice(decoded.lastIndexOf('/') + 1);
 }
 
 function dispositionName(value: string | null): string | null {
@@ -115,20 +124,57 @@ function httpClient(config: EndpointConfig, options: ConnectorOptions, ctx: Base
     url: config.url,
     ...(config.credentials ? { user: config.credentials.user ?? '', password: config.credentials.password ?? '' } : {}),
     headers,
+    ...(config.headers?.followRedirects === true ? { forwardHeadersOnRedirect: true } : {}),
     signal: ctx.signal,
     log: ctx.log,
   });
 }
 
+/**
+ * What format and compression detection see: `parser.filename` if set, else the file's name (then the
+ * final URL's name and Content-Disposition); the response's Content-Type / Content-Encoding, else
+ * `parser.contentType` / `parser.contentEncoding` (upstream: the response's headers win when present).
+ */
 function metaOf(config: EndpointConfig, info: FileInfo | null): { filename: string; altNames: string[]; contentType: string | null; contentEncoding: string | null } {
   const altNames: string[] = [];
+  const name = fileNameOf(config.url);
+  const filename = config.parser?.filename ? config.parser.filename : name;
   if (info) {
     const finalName = fileNameOf(info.finalUrl);
-    if (finalName && finalName !== fileNameOf(config.url)) altNames.push(finalName);
+    if (finalName && finalName !== filename) altNames.push(finalName);
     const disp = dispositionName(info.contentDisposition);
     if (disp) altNames.push(disp);
   }
-  return { filename: fileNameOf(config.url), altNames, contentType: info?.contentType ?? null, contentEncoding: info?.contentEncoding ?? null };
+  return {
+    filename,
+    altNames,
+    contentType: info?.contentType || config.parser?.contentType || null,
+    contentEncoding: info?.contentEncoding || config.parser?.contentEncoding || null,
+  };
+}
+
+/**
+ * Discover's key and schema when `parser.addRecordOffset` moves the offset: the key names that location,
+ * `_meta` no longer requires `offset`, and the location is an integer property (objects created along it).
+ */
+function placeOffset(binding: DiscoveredBinding, pointer: string): void {
+  if (pointer === META_OFFSET) return;
+  binding.key = ['/_meta/file', pointer];
+  const schema = binding.documentSchema as JsonObject;
+  const meta = (schema['properties'] as Record<string, JsonObject>)['_meta'] as JsonObject;
+  delete (meta['properties'] as JsonObject)['offset'];
+  meta['required'] = ['file'];
+  let node = schema;
+  const tokens = pointerTokens(pointer);
+  tokens.forEach((t, i) => {
+    const name = 'index' in t ? String(t.index) : t.prop;
+    const props = (node['properties'] ??= {}) as Record<string, JsonObject>;
+    node['required'] = [...new Set([...((node['required'] as string[] | undefined) ?? []), name])];
+    const last = i === tokens.length - 1;
+    const existing = props[name]?.['properties'];
+    props[name] = last ? { type: 'integer', minimum: 0, description: 'The offset of the record within the source file (parser.addRecordOffset)' } : { type: 'object', ...(existing ? { properties: existing } : {}) };
+    node = props[name] as JsonObject;
+  });
 }
 
 /** Checks the format options that need code to check (encoding label, .proto source and message). */
@@ -201,15 +247,14 @@ export function inferSchema(sample: JsonObject[]): JsonSchema {
 
 // ------------------------------------------------------------------------------------------------
 
-function stateOf(state: JsonObject, key: string): BindingState {
+function rawStateOf(state: JsonObject, key: string): unknown {
   const all = state['bindingStateV1'];
-  if (!all || typeof all !== 'object' || Array.isArray(all)) return {};
-  const s = (all as JsonObject)[key];
-  return s && typeof s === 'object' && !Array.isArray(s) ? (s as BindingState) : {};
+  if (!all || typeof all !== 'object' || Array.isArray(all)) return undefined;
+  return (all as JsonObject)[key];
 }
 
 function checkpoint(key: string, patch: BindingState): CaptureOutput {
-  return { checkpoint: { state: { updated: { bindingStateV1: { [key]: patch as JsonValue } }, mergePatch: true } } };
+  return { checkpoint: { state: { updated: { bindingStateV1: { [key]: patch as unknown as JsonValue } }, mergePatch: true } } };
 }
 
 /**
@@ -249,36 +294,57 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   const log: Logger = ctx.log.child({ binding: binding.index, stream: binding.resource.stream });
   const client = httpClient(config, options, ctx);
   const head = await client.head();
-  const file = redactUrl(config.url);
-  const maxMod = head.lastModifiedDate.toISOString().replace('.000Z', 'Z');
+  const name = fileNameOf(config.url);
+  const raw = rawStateOf(ctx.state, binding.stateKey);
+  const prev = readState(raw, binding.stateKey, { name, url: urlWithoutQuery(config.url) });
+  const modMs = head.lastModifiedDate.getTime();
   const etag = head.etag;
-  const prev = stateOf(ctx.state, binding.stateKey);
-  const sameVersion = prev.path === file && prev.maxMod === maxMod && (prev.etag ?? null) === (etag ?? null);
-  if ((sameVersion && prev.complete === true) || (prev.maxMod == null && typeof prev.minBound === 'string' && Date.parse(prev.minBound) >= head.lastModifiedDate.getTime())) {
-    log.info('the file is unchanged since the last capture (same Last-Modified and ETag); skipping it', { lastModified: head.lastModified, etag });
+  // Upstream's sweep: keep the bound of an interrupted sweep, else the horizon.
+  const sweep: SweepState = { minBound: prev.minBound, maxBound: prev.maxBound ?? formatTime(horizonOf(Date.now())), maxMod: prev.maxMod, path: prev.path, records: prev.records, complete: prev.complete };
+  const finish = function* (): Generator<CaptureOutput[]> {
+    const done = sweepDonePatch(sweep);
+    if (patchChanges(raw, done)) yield [checkpoint(binding.stateKey, done)];
+  };
+  const skip = skipReason(prev, name, modMs, head.contentLength);
+  if (skip !== null) {
+    log.info(`skipping the file: ${skip}`, { lastModified: head.lastModified, etag });
+    yield* finish();
     return;
   }
-  const resumeFrom = sameVersion && !prev.complete && typeof prev.records === 'number' && prev.records > 0 ? prev.records : 0;
+  // The same version as an interrupted capture of this file: resume after its records.
+  const sameVersion = prev.path === name && prev.maxMod !== null && Date.parse(prev.maxMod) === modMs && (prev.etag === null || prev.etag === etag);
+  const resumeFrom = sameVersion && prev.records > 0 ? prev.records : 0;
+  if (!sameVersion && prev.path === name && prev.records > 0) log.info(`the file changed since the interrupted capture of ${prev.records} documents; capturing this version from the start`, { lastModified: head.lastModified, etag });
+  sweep.maxMod = prev.maxMod !== null && Date.parse(prev.maxMod) >= modMs ? prev.maxMod : formatTime(modMs);
+  sweep.path = name;
+  sweep.complete = false;
   // Resume by Range when the state says where record `records` starts; otherwise re-read and skip.
-  const byteResume = resumeFrom > 0 && typeof prev.byteOffset === 'number' && prev.byteOffset > 0
-    ? { byteOffset: prev.byteOffset, csv: prev.csv ?? undefined } : undefined;
+  const byteResume = resumeFrom > 0 && prev.byteOffset !== null ? { byteOffset: prev.byteOffset, csv: prev.csv ?? undefined } : undefined;
+  const parserOptions = config.parser;
+  const decorator = isCustomDecoration(parserOptions) ? new Decorator(parserOptions ?? {}, name) : null;
+  const midFile = (records: number, extras: Partial<ResumeExtras> = {}): CaptureOutput => checkpoint(binding.stateKey, midFilePatch({ ...sweep, records }, { etag, byteOffset: null, csv: null, parquet: null, ...extras }));
   if (resumeFrom > 0) {
-    log.info(`resuming the capture of this version of the file after ${resumeFrom} documents${byteResume ? ` from byte ${byteResume.byteOffset} (Range request)` : ' (re-reading and skipping them)'}`, { lastModified: head.lastModified });
-  } else yield [checkpoint(binding.stateKey, { path: file, maxMod, etag, records: 0, complete: false, byteOffset: null, csv: null })];
+    log.info(`resuming the capture of this version of the file after ${resumeFrom} documents${byteResume && !decorator ? ` from byte ${byteResume.byteOffset} (Range request)` : ' (re-reading and skipping them)'}`, { lastModified: head.lastModified });
+  } else yield [midFile(0)];
 
   const every = options.checkpointEvery ?? DEFAULT_CHECKPOINT_EVERY;
-  const done = (records: number): CaptureOutput[] => [checkpoint(binding.stateKey, { path: file, maxMod, etag, records, complete: true, minBound: maxMod, byteOffset: null, csv: null, parquet: null })];
+  const done = function* (): Generator<CaptureOutput[]> {
+    yield [checkpoint(binding.stateKey, fileDonePatch(sweep))];
+    sweep.complete = true;
+    yield* finish();
+  };
   // Parquet is read by position (parquet-capture.ts): known from the config, name or Content-Type, or from the body's magic below.
   const parquet = async function* (by: string, body: AsyncIterable<Uint8Array> | null): AsyncGenerator<CaptureOutput[]> {
     log.debug(`format: parquet (by ${by})`);
+    if (decorator) throw new ConfigError('parser.addRecordOffset and parser.addValues are not supported for Parquet files: remove them (documents get _meta.file and _meta.offset)');
     const m = metaOf(config, head);
     checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
     const total = yield* captureParquet({
-      client, head, body, log, config, file, binding: binding.index, every, resumeFrom, resumeAt: prev.parquet ?? null,
-      progress: (records, at) => checkpoint(binding.stateKey, { records, byteOffset: null, csv: null, parquet: at }),
+      client, head, body, log, config, file: name, shown: redactUrl(config.url), binding: binding.index, every, resumeFrom, resumeAt: resumeFrom > 0 ? prev.parquet : null,
+      progress: (records, at) => midFile(records, { parquet: at }),
     });
     log.info(`captured ${total - resumeFrom} documents (file has ${total})`, { lastModified: head.lastModified, etag });
-    yield done(total);
+    yield* done();
   };
   const headMeta = metaOf(config, head);
   const parquetReason = parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType);
@@ -289,7 +355,9 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   let info: FileInfo | null = null;
   let skipped = 0;
   let firstSkipped: DecodeError | null = null;
-  const body = client.get({ validator: { etag, lastModified: head.lastModified }, onResponse: (i) => { info = i; }, ...(byteResume ? { from: byteResume.byteOffset } : {}) });
+  // Custom decoration parses objects on this thread, from the start of the file.
+  const resume = decorator ? undefined : byteResume;
+  const body = client.get({ validator: { etag, lastModified: head.lastModified }, size: head.contentEncoding ? null : head.contentLength, onResponse: (i) => { info = i; }, ...(resume ? { from: resume.byteOffset } : {}) });
   // The GET's headers decide detection; they arrive before the first chunk.
   const lazyMeta = { get value() { return metaOf(config, info ?? head); } };
   const bodyIt = body[Symbol.asyncIterator]();
@@ -310,11 +378,11 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     }
   })();
   const meta = lazyMeta.value;
-  if (!byteResume && (config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(firstChunk.value)) {
+  if (!resume && (config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(firstChunk.value)) {
     yield* parquet('its first bytes, PAR1', replay);
     return;
   }
-  let offset = byteResume ? resumeFrom : 0;
+  let offset = resume ? resumeFrom : 0;
   let sinceCheckpoint = 0;
   const bindingIndex = binding.index;
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
@@ -326,24 +394,25 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   // Framed lines in batches: from a parser thread (big files), or parsed here by the same loop (lines.ts).
   let batches: AsyncGenerator<ParsedBatch, number | void>;
   let lines: LineSink | null = null;
-  if (useWorker(options.worker, head.contentLength)) {
-    batches = parseInWorker(replay, { meta, parser: config.parser, resume: byteResume, binding: bindingIndex, file, startOffset: offset, resumeFrom }, {
+  if (!decorator && useWorker(options.worker, head.contentLength)) {
+    batches = parseInWorker(replay, { meta, parser: config.parser, resume, binding: bindingIndex, file: name, startOffset: offset, resumeFrom }, {
       log: (message) => log.debug(message),
       onSkippedRow,
     }, ctx.signal);
   } else {
     // A thread started in advance for a big file is not needed for this one.
     releasePrestartedThread();
-    const sink = new LineSink(bindingIndex, file, offset, resumeFrom);
+    const sink = new LineSink(bindingIndex, name, offset, resumeFrom, decorator ? (record, at) => decorator.apply(record, at) : null);
     lines = sink;
     const parsed = parseFile(replay, meta, config.parser, {
-      jsonText: true,
-      lines: sink,
+      // Upstream's decoration works on objects: no pre-serialised CSV rows then.
+      jsonText: decorator === null,
+      ...(decorator === null ? { lines: sink } : {}),
       tracker,
       onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),
       onFormat: (f, member) => log.debug(`format: ${f.type}${member ? ` (zip member ${member})` : ''}`),
       onSkippedRow,
-    }, byteResume);
+    }, resume);
     batches = (async function* () {
       for await (const b of framedBatches(parsed, sink, tracker, { handled: minorGcBudget() })) {
         // Once written, the buffer is filled again.
@@ -365,7 +434,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
       // Checkpoints fall at batch ends, where the byte position of the next record is known.
       if (!b.failed && sinceCheckpoint >= every) {
         sinceCheckpoint = 0;
-        out.push(checkpoint(binding.stateKey, { records: offset, byteOffset: b.position, csv: b.position === null ? null : b.csv }));
+        out.push(midFile(offset, b.position === null || decorator ? {} : { byteOffset: b.position, csv: b.csv }));
       }
       yield out;
     }
@@ -377,7 +446,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
   }
   if (skipped) log.warn(`${skipped} malformed CSV rows were excluded (within errorThreshold)`, { first: (firstSkipped as DecodeError | null)?.message });
   log.info(`captured ${offset - resumeFrom} documents (file has ${offset})`, { lastModified: head.lastModified, etag });
-  yield done(offset);
+  yield* done();
 }
 
 export function createHttpFileConnector(options: ConnectorOptions = {}): CaptureConnector<EndpointConfig, ResourceConfig> {
@@ -397,16 +466,16 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       const client = httpClient(config, options, ctx);
       const head = await client.head();
       const name = recommendedName(config.url);
-      const binding = (documentSchema: JsonSchema): DiscoveredBinding[] => [{
-        recommendedName: name,
-        resourceConfig: { stream: name },
-        documentSchema,
-        key: ['/_meta/file', '/_meta/offset'],
-      }];
+      const binding = (documentSchema: JsonSchema): DiscoveredBinding[] => {
+        const b: DiscoveredBinding = { recommendedName: name, resourceConfig: { stream: name }, documentSchema, key: ['/_meta/file', '/_meta/offset'] };
+        if (isCustomDecoration(config.parser)) placeOffset(b, new Decorator(config.parser ?? {}, '').offsetPointer);
+        return [b];
+      };
       const parquetFile = async (body: AsyncIterable<Uint8Array> | null): Promise<DiscoveredBinding[]> => {
+        if (isCustomDecoration(config.parser)) throw new ConfigError('parser.addRecordOffset and parser.addValues are not supported for Parquet files: remove them (documents get _meta.file and _meta.offset)');
         const m = metaOf(config, head);
         checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
-        return binding(await discoverParquet({ client, head, body, log: ctx.log, file: redactUrl(config.url) }));
+        return binding(await discoverParquet({ client, head, body, log: ctx.log, shown: redactUrl(config.url) }));
       };
       const headMeta = metaOf(config, head);
       if (parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType) !== null) return parquetFile(null);

@@ -1,18 +1,26 @@
-// The HTTP client: HEAD and GET over node:http/https with redirects (at most 10; credentials and
-// cookies are not forwarded to another origin), connect and idle timeouts, retries with exponential
-// backoff on 5xx, 429 (Retry-After honoured) and dropped connections, and a GET body that resumes
-// with Range/If-Range after a drop. Backpressure: the body is an async generator over the socket, so
-// the socket is read only as fast as the consumer pulls.
+// The HTTP client: HEAD (or, where HEAD is refused, a one-byte ranged GET) and GET over node:http/https
+// with redirects (at most 10, http/https only; configured headers and credentials stay with the URL's
+// origin unless the user opts in), connect and idle timeouts, a minimum-throughput rule and an optional
+// per-file deadline, retries with exponential backoff on 5xx, 429 (Retry-After honoured) and dropped
+// connections, and a GET body that resumes with Range/If-Range after a drop — accepting only a 206 of
+// the same version (ETag, Last-Modified, total size). Optionally refuses loopback/private addresses.
+// Backpressure: the body is an async generator over the socket, so the socket is read only as fast as
+// the consumer pulls (and the throughput rule counts only the time spent waiting for the server).
 import { createRequire } from 'node:module';
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import type * as Dns from 'node:dns';
+import type * as Net from 'node:net';
+import type { LookupFunction } from 'node:net';
 
 // Loaded with require: an ESM import of node:http builds its ESM facade, which reads every export and
 // so loads undici (fetch, WebSocket) too — ~45 ms of start-up this connector never uses.
 const require = createRequire(import.meta.url);
 const http = require('node:http') as typeof Http;
 const https = require('node:https') as typeof Https;
+const dns = require('node:dns') as typeof Dns;
+const net = require('node:net') as typeof Net;
 import type { Logger } from '@sluice/runtime';
 import { ConfigError, HttpError, HttpFileError, NetworkError } from './errors.ts';
 
@@ -30,6 +38,21 @@ export interface HttpClientOptions {
   backoffMaxMs?: number;
   /** Upper bound on a Retry-After wait. */
   maxRetryAfterMs?: number;
+  /**
+   * Send the configured headers and credentials to a redirect target on another origin (scheme, host
+   * or port) too. Off by default: they stay with the configured URL's origin.
+   */
+  forwardHeadersOnRedirect?: boolean;
+  /** Refuse to connect to loopback, private, link-local and unspecified addresses (also after redirects). */
+  blockPrivateAddresses?: boolean;
+  /**
+   * Minimum throughput: a body that delivers fewer than `minBytesPerSecond` × window bytes over
+   * `throughputWindowMs` of waiting for the server fails (0 disables). Time the consumer takes is not counted.
+   */
+  minBytesPerSecond?: number;
+  throughputWindowMs?: number;
+  /** Overall deadline for reading one file, from the first request (0 = none). */
+  deadlineMs?: number;
   signal?: AbortSignal;
   log?: Logger;
 }
@@ -41,6 +64,11 @@ export const HTTP_DEFAULTS = {
   backoffBaseMs: 1_000,
   backoffMaxMs: 30_000,
   maxRetryAfterMs: 300_000,
+  forwardHeadersOnRedirect: false,
+  blockPrivateAddresses: false,
+  minBytesPerSecond: 1024,
+  throughputWindowMs: 60_000,
+  deadlineMs: 0,
 };
 
 export interface FileInfo {
@@ -59,17 +87,63 @@ export interface FileInfo {
 const MAX_REDIRECTS = 10;
 const BODY_SNIPPET_BYTES = 500;
 
-/** The URL without user:password, for messages and `_meta/file`. */
+/**
+ * The URL as messages and logs show it: without user:password, query string and fragment (a signed
+ * URL's signature or an api_key parameter is a secret); `?…` marks a query that was there.
+ */
 export function redactUrl(url: string): string {
   try {
     const u = new URL(url);
+    const hadQuery = u.search !== '';
     u.username = '';
     u.password = '';
-    return u.toString();
+    u.search = '';
+    u.hash = '';
+    return `${u.toString()}${hadQuery ? '?…' : ''}`;
   } catch {
-    return url;
+    // Not a URL: show no more than what precedes a query or fragment, without credentials.
+    return url.replace(/[?#].*$/s, '').replace(/\/\/[^/@]*@/, '//');
   }
 }
+
+/** The same resource for "unchanged file" purposes: the URL without credentials, query and fragment. */
+export function urlWithoutQuery(url: string): string {
+  const u = new URL(url);
+  u.username = '';
+  u.password = '';
+  u.search = '';
+  u.hash = '';
+  return u.toString();
+}
+
+/** Addresses refused with blockPrivateAddresses: loopback, private, shared (CGNAT), link-local, unspecified, unique-local. */
+const PRIVATE = new net.BlockList();
+for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) PRIVATE.addSubnet(a, p, 'ipv4');
+for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(a, p, 'ipv6');
+
+/** True for an address blockPrivateAddresses refuses (IPv4-mapped IPv6 addresses are checked as IPv4). */
+export function isPrivateAddress(address: string): boolean {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return PRIVATE.check(mapped[1] as string, 'ipv4');
+  const family = net.isIP(address);
+  if (family === 0) return false;
+  return PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
+}
+
+function privateAddressError(host: string, address: string): Error {
+  return Object.assign(new Error(`refusing to connect to ${host} (${address}): loopback and private addresses are blocked (HTTP_FILE_BLOCK_PRIVATE_ADDRESSES is set)`), { code: 'ERR_PRIVATE_ADDRESS' });
+}
+
+/** A dns lookup that fails for private addresses (Node calls it with `all: true` when it races address families). */
+const lookupPublicOnly: LookupFunction = (hostname, options, callback) => {
+  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+    if (err) { callback(err, '', 4); return; }
+    const bad = addresses.find((a) => isPrivateAddress(a.address));
+    if (bad) { callback(privateAddressError(hostname, bad.address) as NodeJS.ErrnoException, '', 4); return; }
+    if (options.all) (callback as unknown as (e: null, a: typeof addresses) => void)(null, addresses);
+    else callback(null, (addresses[0] as { address: string }).address, (addresses[0] as { family: number }).family);
+  });
+};
 
 const HTTP_DATE = [
   /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/, // IMF-fixdate
@@ -175,21 +249,21 @@ export class HttpClient {
     return this.#url;
   }
 
-  /** Sends one request, following redirects; resolves with the final response (any status). */
+  /**
+   * Sends one request, following redirects (http and https only); resolves with the final response (any
+   * status). The configured headers and credentials go only to the configured URL's origin (scheme, host
+   * and port), unless forwardHeadersOnRedirect: a redirect elsewhere gets neither.
+   */
   async #send(method: 'HEAD' | 'GET', extra: Record<string, string>): Promise<{ res: IncomingMessage; finalUrl: URL }> {
     let url = this.#url;
     const origin = url.origin;
     for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-      const sameOrigin = url.origin === origin;
-      const headers: [string, string][] = [];
-      for (const [k, v] of this.#o.headers ?? []) {
-        if (!sameOrigin && /^(authorization|cookie)$/i.test(k)) continue;
-        headers.push([k, v]);
-      }
-      // Credentials: configured ones win over an Authorization header; else user:pass in the URL.
-      const user = this.#o.user ?? (url.username ? decodeURIComponent(url.username) : undefined);
-      const password = this.#o.password ?? (url.password ? decodeURIComponent(url.password) : undefined);
-      if (sameOrigin && (this.#o.user !== undefined || this.#o.password !== undefined || url.username)) {
+      const trusted = url.origin === origin || this.#o.forwardHeadersOnRedirect;
+      const headers: [string, string][] = trusted ? [...(this.#o.headers ?? [])] : [];
+      // Credentials: configured ones win over an Authorization header; else user:pass in the configured URL.
+      const user = this.#o.user ?? (this.#url.username ? decodeURIComponent(this.#url.username) : undefined);
+      const password = this.#o.password ?? (this.#url.password ? decodeURIComponent(this.#url.password) : undefined);
+      if (trusted && (this.#o.user !== undefined || this.#o.password !== undefined || this.#url.username)) {
         for (let i = headers.length - 1; i >= 0; i--) if ((headers[i] as [string, string])[0].toLowerCase() === 'authorization') headers.splice(i, 1);
         headers.push(['Authorization', `Basic ${Buffer.from(`${user ?? ''}:${password ?? ''}`).toString('base64')}`]);
       }
@@ -201,7 +275,19 @@ export class HttpClient {
       if ([301, 302, 303, 307, 308].includes(status) && location) {
         res.resume();
         if (hop === MAX_REDIRECTS) throw new HttpError(`too many redirects (more than ${MAX_REDIRECTS}) starting at ${redactUrl(this.#url.toString())}`, status, '');
-        url = new URL(location, url);
+        let next: URL;
+        try {
+          next = new URL(location, url);
+        } catch {
+          throw new HttpError(`the server answered ${redactUrl(url.toString())} with a redirect (${statusText(status)}) whose Location is not a URL: '${redactUrl(location)}'`, status, '');
+        }
+        if (next.protocol !== 'http:' && next.protocol !== 'https:') {
+          throw new HttpError(`the server redirected ${redactUrl(url.toString())} (${statusText(status)}) to a '${next.protocol.replace(/:$/, '')}:' URL (${redactUrl(next.toString())}): only http and https redirects are followed`, status, '');
+        }
+        if (next.origin !== origin && !this.#o.forwardHeadersOnRedirect && (this.#o.headers?.length || this.#o.user !== undefined || this.#url.username)) {
+          this.#o.log?.debug(`redirected to another origin (${next.origin}): the configured headers and credentials are not sent there (headers.followRedirects is off)`);
+        }
+        url = next;
         continue;
       }
       return { res, finalUrl: url };
@@ -213,11 +299,22 @@ export class HttpClient {
     const o = this.#o;
     const lib = url.protocol === 'https:' ? https : http;
     const host = url.host;
+    // Credentials go only through the Authorization header built in #send: a URL with user:pass would
+    // make Node add its own.
+    const target = new URL(url);
+    target.username = '';
+    target.password = '';
     return new Promise<IncomingMessage>((resolve, reject) => {
+      // A literal IP address is never looked up: check it here.
+      const literal = url.hostname.replace(/^\[|\]$/g, '');
+      if (o.blockPrivateAddresses && net.isIP(literal) !== 0 && isPrivateAddress(literal)) {
+        reject(classifyNetworkError(privateAddressError(url.hostname, literal) as NodeJS.ErrnoException, url));
+        return;
+      }
       // Raw header list (repeats allowed); Node adds no Host header to a list, so add it here.
       const flat: string[] = ['Host', url.host];
       for (const [k, v] of headers) if (k.toLowerCase() !== 'host') flat.push(k, v);
-      const req = lib.request(url, { method, headers: flat, ...(o.signal ? { signal: o.signal } : {}) });
+      const req = lib.request(target, { method, headers: flat, ...(o.signal ? { signal: o.signal } : {}), ...(o.blockPrivateAddresses ? { lookup: lookupPublicOnly } : {}) });
       let connected = false;
       const connectTimer = setTimeout(() => {
         if (!connected) req.destroy(Object.assign(new Error(`no connection to ${host} within ${o.connectTimeoutMs / 1000}s`), { code: 'CONNECT_TIMEOUT' }));
@@ -275,40 +372,62 @@ export class HttpClient {
   }
 
   /**
-   * HEAD the file. 405/501 and a missing or malformed Last-Modified are ConfigErrors saying what the
-   * server must do; other 4xx are HttpErrors carrying the body of an equivalent GET.
+   * What the server says about the file, before it is read: HEAD, or — when HEAD is refused (any 4xx,
+   * e.g. 403 for a URL signed for GET only, 405, 501) or its answer has no Last-Modified — a GET of
+   * the first byte (`Range: bytes=0-0`, body dropped). Last-Modified is required (a missing or malformed
+   * one is a ConfigError saying what the server must send); ETag and size are taken from either.
    */
   async head(): Promise<FileInfo & { lastModified: string; lastModifiedDate: Date }> {
     const shown = redactUrl(this.#url.toString());
-    const { res, finalUrl } = await this.#retry('HEAD request', async () => {
+    const headed = await this.#retry('HEAD request', async () => {
       const r = await this.#sendRetryable('HEAD', {});
       const status = r.res.statusCode ?? 0;
-      if (status === 405 || status === 501) {
-        r.res.resume();
-        throw new ConfigError(`the server refused the HEAD request for ${shown} (${statusText(status)}): the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected`);
-      }
-      if (status >= 400) {
-        r.res.resume();
-        if (status >= 500 || status === 429) throw await this.#statusError('HEAD', r.res);
-        // Ask with GET to show the server's explanation (the HEAD answer has no body).
-        const g = await this.#sendRetryable('GET', {});
-        if ((g.res.statusCode ?? 0) >= 400) throw await this.#statusError('GET', g.res);
-        g.res.destroy();
-        // GET works but HEAD does not (e.g. a URL signed for GET only): HEAD is a prerequisite.
-        throw new ConfigError(`the server refused the HEAD request for ${shown} (${statusText(status)}) although GET works: the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected (a URL signed for GET only cannot be used)`);
-      }
-      return r;
+      // 501 Not Implemented is a refusal of the method, not a failure to retry.
+      if ((status >= 500 && status !== 501) || status === 429) throw await this.#statusError('HEAD', r.res);
+      r.res.resume();
+      return { status, info: status < 400 ? infoOf(r.res, r.finalUrl.toString()) : null };
     });
-    res.resume();
-    const info = infoOf(res, finalUrl.toString());
+    let info = headed.info;
+    let refused: string | null = headed.info === null ? statusText(headed.status) : null;
+    if (info === null || info.lastModified === null) {
+      const probe = await this.#probe();
+      if (info === null) info = probe;
+      else {
+        info = { ...info, lastModified: probe.lastModified, etag: info.etag ?? probe.etag, contentLength: info.contentLength ?? probe.contentLength };
+      }
+      if (refused !== null) this.#o.log?.debug(`the server refused HEAD (${refused}); read the file's Last-Modified, ETag and size from a one-byte GET`);
+    } else refused = null;
     if (info.lastModified === null) {
-      throw new ConfigError(`the server's HEAD response for ${shown} has no Last-Modified header: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
+      const asked = refused !== null ? `the server refused the HEAD request for ${shown} (${refused}) and its GET response has no Last-Modified header` : `neither the HEAD nor the GET response for ${shown} has a Last-Modified header`;
+      throw new ConfigError(`${asked}: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
     }
     const date = parseHttpDate(info.lastModified);
     if (date === null) {
       throw new ConfigError(`the server's Last-Modified header for ${shown} is malformed: '${info.lastModified}' is not an HTTP date (expected e.g. 'Wed, 21 Oct 2015 07:28:00 GMT'); the server must send a valid Last-Modified`);
     }
     return { ...info, lastModified: info.lastModified, lastModifiedDate: date };
+  }
+
+  /**
+   * GET of the first byte only, for the headers (where HEAD is refused or incomplete). The size is the
+   * Content-Range total of a 206 (or of a 416 for an empty file), else a 200's Content-Length; the body
+   * is not read. A 4xx is the server's answer to the file itself: reported with its body.
+   */
+  async #probe(): Promise<FileInfo> {
+    const { res, finalUrl } = await this.#retry('GET request', async () => {
+      const r = await this.#sendRetryable('GET', { Range: 'bytes=0-0' });
+      const status = r.res.statusCode ?? 0;
+      if (status >= 400 && status !== 416) throw await this.#statusError('GET', r.res);
+      return r;
+    });
+    const info = infoOf(res, finalUrl.toString());
+    res.destroy();
+    const range = header(res, 'content-range');
+    if (res.statusCode === 206 || res.statusCode === 416) {
+      const total = /\/(\d+)\s*$/.exec(range ?? '');
+      return { ...info, status: 200, contentLength: total ? Number(total[1]) : null };
+    }
+    return info;
   }
 
   async #sendRetryable(method: 'HEAD' | 'GET', extra: Record<string, string>): Promise<{ res: IncomingMessage; finalUrl: URL }> {
@@ -322,19 +441,35 @@ export class HttpClient {
 
   /**
    * GET the body from byte `from`, yielding chunks as the consumer pulls. A dropped connection is
-   * retried with `Range: bytes=<received>-` and `If-Range: <validator>`; a 200 answer to that is
-   * accepted only with the same validator (the already received bytes are skipped).
-   * `onResponse` sees the first response's headers. With `to`, only bytes [from, to] are read
-   * (`Range: bytes=from-to`; a server answering 200 has the bytes around them skipped).
+   * retried with `Range: bytes=<received>-` and `If-Range: <validator>`. One version per file: a 206 is
+   * used only when it carries the same ETag and Last-Modified as the version being read and a
+   * Content-Range starting at the byte asked for with the same total size; a 200 only with the same
+   * validators (the bytes already read are skipped). Anything else — a server that ignores If-Range — is
+   * FILE_CHANGED: nothing of the other version is stitched on. `onResponse` sees the first response's headers.
+   * `validator` (and `size`) describe the version expected, e.g. from head(); else the first response's.
+   * With `to`, only bytes [from, to] are read (`Range: bytes=from-to`; a server answering 200 has the
+   * bytes around them skipped).
    */
-  async *get(options: { from?: number; to?: number; validator?: { etag: string | null; lastModified: string | null }; onResponse?: (info: FileInfo) => void } = {}): AsyncGenerator<Buffer> {
+  async *get(options: { from?: number; to?: number; validator?: { etag: string | null; lastModified: string | null }; size?: number | null; onResponse?: (info: FileInfo) => void } = {}): AsyncGenerator<Buffer> {
+    const o = this.#o;
     let received = options.from ?? 0;
     const limit = options.to === undefined ? null : options.to + 1;
     let validator = options.validator ?? null;
+    // The size of the version being read (the total a Content-Range must carry).
+    let total: number | null = options.size ?? null;
     let expectedEnd: number | null = null;
     let first = true;
     const shown = redactUrl(this.#url.toString());
+    const deadlineAt = o.deadlineMs > 0 ? Date.now() + o.deadlineMs : null;
+    const deadlineError = (): HttpFileError => new HttpFileError('HTTP_DEADLINE', `reading ${shown} took longer than the per-file deadline of ${o.deadlineMs / 1000} s (HTTP_FILE_DEADLINE_MS) after ${received} bytes: raise the deadline or set it to 0 (none)`);
+    // Throughput window: bytes received over time spent waiting for the server (not for the consumer).
+    let windowWaitMs = 0;
+    let windowBytes = 0;
+    const windowMs = o.throughputWindowMs;
+    const minBytes = o.minBytesPerSecond > 0 ? (o.minBytesPerSecond * windowMs) / 1000 : 0;
+    const slowError = (): HttpFileError => new HttpFileError('HTTP_TOO_SLOW', `${this.#url.host} sent ${windowBytes} bytes of ${shown} in ${Math.round(windowWaitMs / 1000)} s of waiting, below the minimum throughput of ${o.minBytesPerSecond} bytes/s over ${windowMs / 1000} s (HTTP_FILE_MIN_BYTES_PER_SECOND, HTTP_FILE_THROUGHPUT_WINDOW_MS; 0 disables the rule)`);
     for (let drops = 0; ; ) {
+      if (deadlineAt !== null && Date.now() >= deadlineAt) throw deadlineError();
       const extra: Record<string, string> = {};
       if (received > 0 || limit !== null) {
         extra['Range'] = `bytes=${received}-${limit === null ? '' : limit - 1}`;
@@ -352,35 +487,73 @@ export class HttpClient {
         first = false;
         options.onResponse?.(info);
         validator ??= { etag: info.etag, lastModified: info.lastModified };
+        if (total === null && res.statusCode === 200 && !info.contentEncoding) total = info.contentLength;
       }
       let skip = 0;
       if (received > 0 || limit !== null) {
         if (res.statusCode === 416) { res.resume(); return; }
+        const changed = (what: string): HttpFileError => {
+          res.destroy();
+          return new HttpFileError('FILE_CHANGED', `${shown} changed while it was being captured: the server answered the request for the rest of the file (from byte ${received}) with ${what}, so it is not the version being read (the server may ignore If-Range); nothing of it was used — the next capture reads the new version from the start`);
+        };
+        const differs = (a: string | null | undefined, b: string | null): boolean => (a ?? null) !== null && a !== b;
         if (res.statusCode === 206) {
-          const m = /bytes (\d+)-/.exec(header(res, 'content-range') ?? '');
+          const range = header(res, 'content-range') ?? '';
+          const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec(range.trim());
           if (!m || Number(m[1]) !== received) {
             res.destroy();
-            throw new HttpFileError('HTTP_RANGE', `the server answered the range request from byte ${received} of ${shown} with Content-Range '${header(res, 'content-range') ?? ''}'`);
+            throw new HttpFileError('HTTP_RANGE', `the server answered the range request from byte ${received} of ${shown} with Content-Range '${range}'`);
           }
+          if (differs(validator?.etag, info.etag)) throw changed(`ETag ${info.etag ?? '(none)'} instead of ${validator?.etag}`);
+          if (differs(validator?.lastModified, info.lastModified)) throw changed(`Last-Modified '${info.lastModified ?? '(none)'}' instead of '${validator?.lastModified}'`);
+          if (total !== null && m[3] !== String(total)) throw changed(`a total size of ${m[3]} bytes instead of ${total}`);
+          if (m[3] !== '*') total ??= Number(m[3]);
         } else {
           // Full body: only usable when it is the same file.
-          const same = (validator?.etag ?? null) === info.etag && (validator?.lastModified ?? null) === info.lastModified;
-          if (!same) {
-            res.destroy();
-            throw new HttpFileError('FILE_CHANGED', `${shown} changed while it was being captured (ETag/Last-Modified differ from the start of the capture); the next capture will read the new version`);
+          if ((validator?.etag ?? null) !== info.etag || (validator?.lastModified ?? null) !== info.lastModified) {
+            throw changed(`the whole file with ETag ${info.etag ?? '(none)'} and Last-Modified '${info.lastModified ?? '(none)'}' instead of ${validator?.etag ?? '(none)'} and '${validator?.lastModified ?? '(none)'}'`);
           }
           skip = received;
         }
       }
       if (res.statusCode === 200 && info.contentLength !== null && !info.contentEncoding) expectedEnd = info.contentLength;
-      if (res.statusCode === 206) {
-        const total = /\/(\d+)$/.exec(header(res, 'content-range') ?? '');
-        if (total) expectedEnd = Number(total[1]);
-      }
+      if (res.statusCode === 206 && total !== null) expectedEnd = total;
       if (limit !== null) expectedEnd = Math.min(expectedEnd ?? limit, limit);
+      let timer: NodeJS.Timeout | null = null;
+      const arm = (): void => {
+        // Fires when the deadline passes or the throughput window completes while waiting for the server.
+        const untilDeadline = deadlineAt === null ? Infinity : deadlineAt - Date.now();
+        const untilWindow = minBytes > 0 ? windowMs - windowWaitMs : Infinity;
+        const wait = Math.min(untilDeadline, untilWindow);
+        if (wait === Infinity) return;
+        timer = setTimeout(() => {
+          res.destroy(Object.assign(new Error('deadline'), { code: untilDeadline <= untilWindow ? 'HTTP_DEADLINE' : 'HTTP_TOO_SLOW' }));
+        }, Math.max(0, wait));
+      };
+      const it = (res as AsyncIterable<Buffer>)[Symbol.asyncIterator]();
+      // The consumer may stop early (generator return at a yield): the response is closed then too.
+      let settled = false;
       try {
-        for await (const raw of res as AsyncIterable<Buffer>) {
-          let chunk = raw;
+        while (true) {
+          const asked = performance.now();
+          arm();
+          let r: IteratorResult<Buffer>;
+          try {
+            r = await it.next();
+          } finally {
+            if (timer !== null) { clearTimeout(timer); timer = null; }
+          }
+          if (minBytes > 0) {
+            windowWaitMs += performance.now() - asked;
+            if (!r.done) windowBytes += r.value.length;
+            if (windowWaitMs >= windowMs) {
+              if (windowBytes < minBytes) throw Object.assign(new Error('too slow'), { code: 'HTTP_TOO_SLOW' });
+              windowWaitMs = 0;
+              windowBytes = 0;
+            }
+          }
+          if (r.done) break;
+          let chunk = r.value;
           if (skip > 0) {
             if (chunk.length <= skip) { skip -= chunk.length; continue; }
             chunk = chunk.subarray(skip);
@@ -391,6 +564,7 @@ export class HttpClient {
             chunk = chunk.subarray(0, limit - received);
             received = limit;
             if (chunk.length) yield chunk;
+            settled = true;
             if (!res.complete) res.destroy();
             return;
           }
@@ -398,17 +572,23 @@ export class HttpClient {
           yield chunk;
         }
         if (expectedEnd !== null && received < expectedEnd) throw Object.assign(new Error(`the body ended after ${received} of ${expectedEnd} bytes`), { code: 'ECONNRESET' });
+        settled = true;
         return;
       } catch (err) {
+        settled = true;
         res.destroy();
         const e = err as NodeJS.ErrnoException;
+        if (e.code === 'HTTP_DEADLINE') throw deadlineError();
+        if (e.code === 'HTTP_TOO_SLOW') throw slowError();
         const dropped = e.code === 'ECONNRESET' || e.code === 'ERR_STREAM_PREMATURE_CLOSE' || e.code === 'IDLE_TIMEOUT' || e.message === 'aborted' || e.code === 'ECONNABORTED' || e.code === 'EPIPE';
-        if (!dropped || this.#o.signal?.aborted) throw err;
-        if (drops >= this.#o.maxRetries) throw new NetworkError(`the connection to ${this.#url.host} dropped after ${received} bytes of ${shown}, ${drops + 1} times: ${e.message}`, { cause: err });
-        const wait = Math.min(this.#o.backoffMaxMs, this.#o.backoffBaseMs * 2 ** drops);
-        this.#o.log?.warn(`connection dropped after ${received} bytes; resuming with a range request in ${wait} ms`, { error: e.message });
+        if (!dropped || o.signal?.aborted) throw err;
+        if (drops >= o.maxRetries) throw new NetworkError(`the connection to ${this.#url.host} dropped after ${received} bytes of ${shown}, ${drops + 1} times: ${e.message}`, { cause: err });
+        const wait = Math.min(o.backoffMaxMs, o.backoffBaseMs * 2 ** drops);
+        o.log?.warn(`connection dropped after ${received} bytes; resuming with a range request in ${wait} ms`, { error: e.message });
         drops++;
-        await sleep(wait, this.#o.signal);
+        await sleep(wait, o.signal);
+      } finally {
+        if (!settled) res.destroy();
       }
     }
   }
@@ -420,6 +600,7 @@ export function classifyNetworkError(err: NodeJS.ErrnoException, url: URL): Erro
   const host = url.hostname;
   const code = err.code ?? '';
   if (err.name === 'AbortError') return err;
+  if (code === 'ERR_PRIVATE_ADDRESS') return new NetworkError(err.message, { cause: err, fields: { retryable: false } });
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
     return new NetworkError(`cannot resolve host '${host}' (DNS lookup failed: ${code}): check the URL's host name`, { cause: err, fields: { retryable: code === 'EAI_AGAIN' } });
   }

@@ -3,7 +3,7 @@
 // byte what the runtime writes for `{ captured: { binding, doc } }`. A batch is handed to the main thread
 // by transferring its ArrayBuffer (no copy); once the main thread has written it, the buffer comes back
 // (`recycle`) and is filled again, so the thread allocates a handful of buffers per file, not one per batch.
-import type { JsonObject } from '@sluice/runtime';
+import type { JsonObject, JsonValue } from '@sluice/runtime';
 import type { CsvResume } from './csv.ts';
 import { addMeta, closeJsonRecord } from './record.ts';
 import type { DecodedRecord } from './record.ts';
@@ -43,7 +43,11 @@ export class LineSink {
   /** Buffers allocated so far (the rest of the batches reused returned ones). */
   allocated = 1;
 
-  constructor(binding: number, file: string, startOffset: number, resumeFrom: number) {
+  /** Upstream's decoration when the parser options ask for more than `_meta` (decorate.ts); records then come as objects. */
+  readonly #decorate: ((record: JsonObject, offset: number) => JsonValue) | null;
+
+  constructor(binding: number, file: string, startOffset: number, resumeFrom: number, decorate: ((record: JsonObject, offset: number) => JsonValue) | null = null) {
+    this.#decorate = decorate;
     this.#docOpenText = binding === 0 ? '{"captured":{"doc":' : `{"captured":{"binding":${binding},"doc":`;
     this.docOpen = encoder.encode(this.#docOpenText);
     this.#file = file;
@@ -113,7 +117,10 @@ export class LineSink {
       return;
     }
     let line: string;
-    if (typeof record === 'string') {
+    if (this.#decorate !== null) {
+      const object = typeof record === 'string' ? JSON.parse(record.length === 1 ? '{}' : `${record}}`) as JsonObject : record;
+      line = `${this.#docOpenText}${JSON.stringify(this.#decorate(object, this.offset))}}}\n`;
+    } else if (typeof record === 'string') {
       line = `${this.#docOpenText}${closeJsonRecord(record, `${this.#metaPrefix}${this.offset}}`)}}}\n`;
     } else {
       addMeta(record as JsonObject, this.#file, this.offset);

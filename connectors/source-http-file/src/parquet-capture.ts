@@ -79,6 +79,8 @@ export interface ParquetCaptureOptions extends ParquetSourceOptions {
   config: EndpointConfig;
   /** `_meta.file`. */
   file: string;
+  /** For messages: the URL without credentials and query. */
+  shown: string;
   binding: number;
   every: number;
   /** Documents already captured from this version of the file. */
@@ -100,7 +102,7 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
   }
   const source = await openParquetSource(o);
   try {
-    const metadata = await readFooter(source, o.file);
+    const metadata = await readFooter(source, o.shown);
     const total = Number(metadata.num_rows);
     if (o.resumeFrom > total) throw new DecodeError(`the file now has ${total} rows but ${o.resumeFrom} were already captured from this version; it is not the file the state describes`);
     const at = locateRow(metadata, o.resumeFrom);
@@ -114,7 +116,7 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
     const sink = new LineSink(o.binding, o.file, o.resumeFrom, o.resumeFrom);
     let since = 0;
     for await (const batch of readParquetRows(source, metadata, {
-      datetimes, defaultOffset, file: o.file, startRow: o.resumeFrom,
+      datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom,
       onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
     })) {
       for (const r of batch.records) sink.appendRecord(r);
@@ -135,10 +137,10 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
 }
 
 /** Discover's schema for a Parquet file: from its footer. */
-export async function discoverParquet(o: ParquetSourceOptions & { file: string }): Promise<JsonObject> {
+export async function discoverParquet(o: ParquetSourceOptions & { shown: string }): Promise<JsonObject> {
   const source = await openParquetSource(o);
   try {
-    return parquetDocumentSchema(parquetSchema(await readFooter(source, o.file)));
+    return parquetDocumentSchema(parquetSchema(await readFooter(source, o.shown)));
   } finally {
     await source.close();
   }

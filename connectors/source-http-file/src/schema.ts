@@ -254,6 +254,25 @@ const parserSchema = {
   },
 } as const;
 
+/**
+ * Parser options upstream accepts but leaves out of its schema (flow crates/parser: `schemars(skip)`), so
+ * they are not in the spec either; checkConfig checks them against this schema. What they do (as the
+ * upstream connector does, see docs/architecture.md): addRecordOffset — where the record offset goes
+ * (default /_meta/offset); addValues — constant values added to every document (/_meta/file is always
+ * the file name); contentType / contentEncoding — used when the response has no such header; filename
+ * — the name used for format and compression detection instead of the URL's last path segment.
+ */
+export const hiddenParserOptionsSchema = {
+  type: 'object',
+  properties: {
+    addRecordOffset: { type: 'string', description: 'JSON pointer of the record offset in each document.' },
+    addValues: { type: 'object', description: 'Values added to each document, by JSON pointer.' },
+    filename: { type: 'string', description: 'File name used for format and compression detection.' },
+    contentType: { type: 'string', description: 'Content type used when the response has none.' },
+    contentEncoding: { type: 'string', description: 'Content encoding used when the response has none.' },
+  },
+} as const;
+
 export const configSchema = {
   $schema: 'http://json-schema.org/draft-07/schema#',
   title: 'HTTP File Source',
@@ -303,6 +322,12 @@ export const configSchema = {
             },
           },
         },
+        followRedirects: {
+          title: 'Send Headers and Credentials on Redirects to Other Origins',
+          description: "Off (the default): when the server redirects to another scheme, host or port, the additional headers and the credentials are not sent there. On: they are sent to every redirect target, which hands these secrets to whatever server the redirect names. Upstream's connector has no such setting.",
+          type: 'boolean',
+          default: false,
+        },
       },
     },
   },
@@ -325,8 +350,10 @@ export const resourceSchema = {
   required: ['stream'],
 } as const;
 
-export type EndpointConfig = FromSchema<typeof configSchema>;
-export type ParserConfig = NonNullable<EndpointConfig['parser']>;
+type SchemaEndpointConfig = FromSchema<typeof configSchema>;
+/** The parser config: the spec's options and the hidden ones upstream accepts too. */
+export type ParserConfig = NonNullable<SchemaEndpointConfig['parser']> & FromSchema<typeof hiddenParserOptionsSchema>;
+export type EndpointConfig = Omit<SchemaEndpointConfig, 'parser'> & { parser?: ParserConfig };
 export type FormatConfig = NonNullable<ParserConfig['format']>;
 export type CsvConfig = NonNullable<Extract<FormatConfig, { type: 'csv' }>['config']>;
 export type ProtobufConfig = Extract<FormatConfig, { type: 'protobuf' }>['config'];

@@ -46,6 +46,8 @@ export interface Route {
   headStatus?: number;
   /** Omit Last-Modified. */
   noLastModified?: boolean;
+  /** Omit Last-Modified from HEAD answers only. */
+  headNoLastModified?: boolean;
   lastModified?: string;
   etag?: string;
   /** Require this basic-auth user:password. */
@@ -99,7 +101,7 @@ export async function startServer(routes: Record<string, Route> = {}): Promise<F
     if (req.method === 'HEAD' && route.headStatus) { res.writeHead(route.headStatus); res.end(); return; }
     const body = Buffer.from(route.body ?? '');
     const headers: Record<string, string | number> = { ...(route.headers ?? {}) };
-    if (!route.noLastModified) headers['last-modified'] = route.lastModified ?? LAST_MODIFIED;
+    if (!route.noLastModified && !(route.headNoLastModified && req.method === 'HEAD')) headers['last-modified'] = route.lastModified ?? LAST_MODIFIED;
     if (route.etag) headers['etag'] = route.etag;
     if (route.ranges !== false) headers['accept-ranges'] = 'bytes';
     let start = 0;

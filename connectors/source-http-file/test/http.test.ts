@@ -6,7 +6,7 @@ import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ConfigError, HttpError, NetworkError } from '../src/errors.ts';
-import { HttpClient, parseHttpDate } from '../src/http.ts';
+import { HttpClient, isPrivateAddress, parseHttpDate, redactUrl } from '../src/http.ts';
 import type { HttpClientOptions } from '../src/http.ts';
 import { LAST_MODIFIED, startServer } from './helpers.ts';
 import type { FileServer } from './helpers.ts';
@@ -27,10 +27,12 @@ describe('http client', () => {
   before(async () => {
     server = await startServer({
       '/data.csv': { body: 'a,b\n1,2\n', etag: '"v1"', headers: { 'content-type': 'text/csv' } },
-      '/no-head.csv': { body: 'x', headStatus: 405 },
-      '/not-impl.csv': { body: 'x', headStatus: 501 },
+      '/no-head.csv': { body: 'abcde', headStatus: 405, etag: '"h"' },
+      '/not-impl.csv': { body: 'abcde', headStatus: 501, etag: '"h"' },
+      '/no-head-no-lm.csv': { body: 'x', headStatus: 405, noLastModified: true },
+      '/lm-on-get-only.csv': { body: 'x', headNoLastModified: true },
       '/no-lm.csv': { body: 'x', noLastModified: true },
-      '/head-forbidden.csv': { body: 'x', headStatus: 403 },
+      '/head-forbidden.csv': { body: 'abcde', headStatus: 403, etag: '"h"' },
       '/bad-lm.csv': { body: 'x', lastModified: 'yesterday-ish' },
       '/private.csv': { body: 'secret', auth: 'alice:s3cret' },
       '/forbidden.csv': { body: 'x', status: 403, headers: { 'content-type': 'text/plain' } },
@@ -57,17 +59,29 @@ describe('http client', () => {
     assert.equal(info.contentType, 'text/csv');
   });
 
-  test('bad input: HEAD refused (405, 501)', async () => {
-    await assert.rejects(client(server.url('/no-head.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/no-head.csv')} (405 Method Not Allowed): the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected`);
-    await assert.rejects(client(server.url('/not-impl.csv')).head(), (e: unknown) => e instanceof ConfigError && /\(501 Not Implemented\): the server must answer HEAD requests/.test(e.message));
+  test('HEAD refused (403, 405, 501): Last-Modified, ETag and size come from a GET of the first byte', async () => {
+    for (const path of ['/no-head.csv', '/not-impl.csv', '/head-forbidden.csv']) {
+      const before = server.requests.length;
+      const info = await client(server.url(path)).head();
+      assert.equal(info.lastModified, LAST_MODIFIED, path);
+      assert.equal(info.etag, '"h"', path);
+      assert.equal(info.contentLength, 5, path);
+      const probe = server.requests.slice(before).find((r) => r.method === 'GET');
+      assert.equal(probe?.headers.range, 'bytes=0-0', path);
+    }
   });
 
-  test('bad input: HEAD forbidden while GET works (URL signed for GET only)', async () => {
-    await assert.rejects(client(server.url('/head-forbidden.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/head-forbidden.csv')} (403 Forbidden) although GET works: the server must answer HEAD requests, with a Last-Modified header, so that changes to the file can be detected (a URL signed for GET only cannot be used)`);
+  test('bad input: HEAD refused and no Last-Modified on GET either: the error says what the server must send', async () => {
+    await assert.rejects(client(server.url('/no-head-no-lm.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server refused the HEAD request for ${server.url('/no-head-no-lm.csv')} (405 Method Not Allowed) and its GET response has no Last-Modified header: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
   });
 
-  test('bad input: no Last-Modified', async () => {
-    await assert.rejects(client(server.url('/no-lm.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `the server's HEAD response for ${server.url('/no-lm.csv')} has no Last-Modified header: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
+  test('bad input: no Last-Modified on HEAD nor GET', async () => {
+    await assert.rejects(client(server.url('/no-lm.csv')).head(), (e: unknown) => e instanceof ConfigError && e.message === `neither the HEAD nor the GET response for ${server.url('/no-lm.csv')} has a Last-Modified header: the server must send Last-Modified (and ideally ETag) so that changes to the file can be detected`);
+  });
+
+  test('HEAD without Last-Modified: a GET that sends it is enough', async () => {
+    const info = await client(server.url('/lm-on-get-only.csv')).head();
+    assert.equal(info.lastModified, LAST_MODIFIED);
   });
 
   test('bad input: malformed Last-Modified', async () => {
@@ -113,21 +127,57 @@ describe('http client', () => {
     await assert.rejects(body(client(server.url('/loop'))), (e: unknown) => e instanceof HttpError && e.message === `too many redirects (more than 10) starting at ${server.url('/loop')}`);
   });
 
-  test('credentials are not forwarded to another origin', async () => {
+  test('configured headers and credentials stay with their origin; opt-in forwards them', async () => {
     const other = await startServer({ '/x.csv': { body: 'elsewhere' } });
-    const first = await startServer({ '/go': { redirect: other.url('/x.csv') } });
+    const first = await startServer({ '/go': { redirect: other.url('/x.csv') }, '/same': { redirect: '/x.csv' }, '/x.csv': { body: 'here' } });
+    const headers: [string, string][] = [['Authorization', 'Bearer t'], ['Cookie', 'c=1'], ['X-Api-Key', 'k'], ['Private-Token', 'p']];
     try {
-      const got = await body(client(first.url('/go'), { user: 'u', password: 'p', headers: [['Authorization', 'Bearer t'], ['Cookie', 'c=1'], ['X-Extra', 'yes']] }));
-      assert.equal(got, 'elsewhere');
-      const seen = other.requests[0]?.headers;
-      assert.equal(seen?.authorization, undefined);
-      assert.equal(seen?.cookie, undefined);
-      assert.equal(seen?.['x-extra'], 'yes');
-      assert.equal(first.requests[0]?.headers.authorization, `Basic ${Buffer.from('u:p').toString('base64')}`);
+      // Another port of the same host is another origin.
+      assert.equal(await body(client(first.url('/go'), { user: 'u', password: 'p', headers })), 'elsewhere');
+      const seen = other.requests.at(-1)?.headers ?? {};
+      for (const h of ['authorization', 'cookie', 'x-api-key', 'private-token']) assert.equal(seen[h], undefined, h);
+      assert.equal(first.requests.at(-1)?.headers.authorization, `Basic ${Buffer.from('u:p').toString('base64')}`);
+      assert.equal(first.requests.at(-1)?.headers['x-api-key'], 'k');
+      // Same origin: everything is sent again.
+      assert.equal(await body(client(first.url('/same'), { user: 'u', password: 'p', headers })), 'here');
+      assert.equal(first.requests.at(-1)?.headers['x-api-key'], 'k');
+      assert.equal(first.requests.at(-1)?.headers.authorization, `Basic ${Buffer.from('u:p').toString('base64')}`);
+      // URL credentials too.
+      await body(client(first.url('/go').replace('http://', 'http://ua:pa@')));
+      assert.equal(other.requests.at(-1)?.headers.authorization, undefined);
+      // Opt-in (headers.followRedirects): sent everywhere.
+      await body(client(first.url('/go'), { user: 'u', password: 'p', headers, forwardHeadersOnRedirect: true }));
+      assert.equal(other.requests.at(-1)?.headers['x-api-key'], 'k');
+      assert.equal(other.requests.at(-1)?.headers.authorization, `Basic ${Buffer.from('u:p').toString('base64')}`);
     } finally {
       await other.close();
       await first.close();
     }
+  });
+
+  test('bad input: a redirect to a non-HTTP scheme is a clear HTTP error', async () => {
+    const s = await startServer({ '/f': { redirect: 'file:///etc/passwd' }, '/g': { redirect: 'ftp://example.com/x.csv?token=secret' } });
+    try {
+      await assert.rejects(body(client(s.url('/f'))), (e: unknown) => e instanceof HttpError && e.message === `the server redirected ${s.url('/f')} (302 Found) to a 'file:' URL (file:///etc/passwd): only http and https redirects are followed`);
+      await assert.rejects(client(s.url('/g')).head(), (e: unknown) => e instanceof HttpError && e.message === `the server redirected ${s.url('/g')} (302 Found) to a 'ftp:' URL (ftp://example.com/x.csv?…): only http and https redirects are followed`);
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('blockPrivateAddresses refuses loopback and private addresses (literal and resolved), off by default', async () => {
+    const url = server.url('/data.csv');
+    await assert.rejects(client(url, { blockPrivateAddresses: true }).head(), (e: unknown) => e instanceof NetworkError && /^refusing to connect to 127\.0\.0\.1 \(127\.0\.0\.1\): loopback and private addresses are blocked \(HTTP_FILE_BLOCK_PRIVATE_ADDRESSES is set\)$/.test(e.message));
+    await assert.rejects(client(url.replace('127.0.0.1', 'localhost'), { blockPrivateAddresses: true }).head(), (e: unknown) => e instanceof NetworkError && /^refusing to connect to localhost \((127\.0\.0\.1|::1)\)/.test(e.message));
+    assert.equal((await client(url).head()).lastModified, LAST_MODIFIED);
+    for (const a of ['10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '::1', 'fe80::1', 'fd00::1', '::ffff:127.0.0.1', '0.0.0.0', '100.64.0.1']) assert.equal(isPrivateAddress(a), true, a);
+    for (const a of ['8.8.8.8', '2001:4860:4860::8888', '172.32.0.1', '::ffff:8.8.8.8']) assert.equal(isPrivateAddress(a), false, a);
+  });
+
+  test('no query string or credentials in messages', async () => {
+    const url = server.url('/missing.csv?X-Amz-Signature=abc123&api_key=k3y').replace('http://', 'http://user:pw@');
+    await assert.rejects(client(url).head(), (e: unknown) => e instanceof HttpError && e.message.endsWith(`(GET ${server.url('/missing.csv')}?…)`) && !/abc123|k3y|pw/.test(e.message));
+    assert.equal(redactUrl('https://u:p@h.example/a/My%20File.csv?sig=s#frag'), 'https://h.example/a/My%20File.csv?…');
   });
 
   test('a dropped connection resumes with Range and If-Range', async () => {
