@@ -215,9 +215,9 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.deepEqual(responses[0], { opened: {} });
       const docs = responses.flatMap((r) => ('captured' in r ? [r.captured.doc] : []));
       assert.deepEqual(docs, [
-        { id: '1', name: 'alpha', _meta: { file: url, offset: 0 } },
-        { id: '2', name: 'beta', _meta: { file: url, offset: 1 } },
-        { id: '3', name: 'gamma, delta', _meta: { file: url, offset: 2 } },
+        { id: '1', name: 'alpha', _meta: { file: 'people.csv', offset: 0 } },
+        { id: '2', name: 'beta', _meta: { file: 'people.csv', offset: 1 } },
+        { id: '3', name: 'gamma, delta', _meta: { file: 'people.csv', offset: 2 } },
       ]);
       assert.ok(responses.some((r) => 'checkpoint' in r), 'no checkpoint');
     });
@@ -367,8 +367,8 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       const { stdout } = await sluice(['preview', '--catalog', join(dir, 'capture.flow.yaml'), '--container-engine', 'podman', '--timeout', '60']);
       const lines = stdout.trim().split('\n').map((l) => JSON.parse(l) as [string, JsonObject]);
       assert.deepEqual(lines.map(([c, d]) => [c, d['id'], d['name'], (d['_meta'] as JsonObject)['file']]), [
-        ['acmeCo/people', '1', 'alpha', url],
-        ['acmeCo/people', '2', 'beta', url],
+        ['acmeCo/people', '1', 'alpha', 'people.csv'],
+        ['acmeCo/people', '2', 'beta', 'people.csv'],
       ]);
       // The same catalog without an engine: the plane will not run a non-built-in image as a process.
       const refused = await sluice(['preview', '--catalog', join(dir, 'capture.flow.yaml')]).then(() => '', (err: { stderr?: string }) => err.stderr ?? '');
