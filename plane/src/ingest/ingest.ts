@@ -1,33 +1,102 @@
-// The ingester: `PUT`/`POST /ingest` with `Content-Type: application/json` and a body
-// `{"<collection>": [doc, …], …}`. Every document is validated against its collection's write schema
-// before anything is written; then all of them are appended in ONE journal-store transaction, so a
-// request is all or nothing. Success: 200 `{"Offsets": {journal: head}, "SQLite": {cluster_id,
-// member_id, revision, raft_term}}` (the second member names the store actually used; see
-// journals/store.ts for how the four integers are derived). Errors: 400 text/plain, message + "\n".
-// Any other method, path or content type: 404 "404 page not found", as the legacy ingester's router did.
+// The ingester: `PUT`/`POST /ingest` with `Content-Type: application/json` (parameters allowed; the
+// charset, when given, must be UTF-8) and a body `{"<collection>": [doc, …], …}`. The body is read in
+// chunks by an incremental scanner (body-scanner.ts): each document is parsed from its own bytes,
+// checked (finite numbers, nesting depth) and validated against its collection's write schema as it
+// arrives, with a yield to the event loop whenever a step has run for a few milliseconds, so one large
+// request never stalls other requests. Nothing is written until every document is valid; then all
+// are appended in ONE journal-store transaction, so a request is all or nothing.
+// Success: 200 `{"Offsets": {journal: head}, "SQLite": {cluster_id, member_id, revision, raft_term}}`
+// (the second member names the store actually used; see journals/store.ts for the four integers).
+// Errors: JSON `{"status": <code>, "error": "<message>"}` like the API (400 bad input, 413 over a limit,
+// 415 another charset, 503 not ready). A request whose method is not PUT/POST, whose path is not
+// /ingest or whose media type is not application/json gets the legacy ingester's 404
+// "404 page not found" (text), as its router answered.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SluiceError, type JsonValue } from '@sluice/runtime';
+import type { JsonValue } from '@sluice/runtime';
 import { headerJson, type CommitResult, type JournalStore, type JournalTx } from '../journals/store.ts';
-import { DocumentError, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
+import { DocumentError, type CollectionWriter, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
+import { decodeUtf8, IngestBodyScanner, IngestError } from './body-scanner.ts';
+
+export { IngestError } from './body-scanner.ts';
 
 /** The name under which the ingest response reports the store's header. */
 export const STORE_NAME = 'SQLite';
-const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-export class IngestError extends SluiceError {
-  readonly status: number;
-  constructor(message: string, status = 400, options: { cause?: unknown } = {}) {
-    super('INGEST', message, options);
-    this.status = status;
-  }
+/** Limits of one ingest request (documented in plane/src/api/README.md). */
+export interface IngestLimits {
+  /** Largest body, in bytes (413 beyond). */
+  maxBodyBytes: number;
+  /** Most documents in one request, all collections together (413 beyond): bounds its memory and commit time. */
+  maxDocuments: number;
+  /**
+   * Deepest nesting of objects and arrays in one document (400 beyond). 128 is serde_json's default
+   * recursion limit, with which Flow's runtime parses documents.
+   */
+  maxDepth: number;
 }
+
+export const DEFAULT_INGEST_LIMITS: IngestLimits = { maxBodyBytes: 64 * 1024 * 1024, maxDocuments: 100_000, maxDepth: 128 };
+
+/** Work done between two yields to the event loop, in ms. */
+const SLICE_MS = 8;
+/** Chunks are scanned in pieces of at most this many bytes, so a slice never runs long. */
+const PIECE_BYTES = 32 * 1024;
 
 /** A validated request, ready to append. */
 export interface PreparedIngest {
   collections: { name: string; docs: PreparedDoc[] }[];
 }
 
-/** Validates every document of a request body; throws IngestError naming collection, index and error. */
+function unknownCollection(name: string): IngestError {
+  return new IngestError(`fetching specification for ${JSON.stringify(name)}: not found (no collection of that name in the catalog)`);
+}
+
+function pointerToken(key: string | number): string {
+  return String(key).replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * The pointer of the first number that is not finite (`1e400` parses to Infinity and would be stored
+ * as null), or null when every number is finite.
+ */
+export function nonFinitePointer(value: JsonValue, at = ''): string | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? null : at;
+  if (value === null || typeof value !== 'object') return null;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const p = nonFinitePointer(value[i]!, `${at}/${i}`);
+      if (p !== null) return p;
+    }
+    return null;
+  }
+  for (const k of Object.keys(value)) {
+    const p = nonFinitePointer(value[k]!, `${at}/${pointerToken(k)}`);
+    if (p !== null) return p;
+  }
+  return null;
+}
+
+/**
+ * Admits one document: only what can be kept exactly. A number too large for a double is refused
+ * (it would be stored as null), then the collection's write schema decides.
+ */
+function prepareOne(writer: CollectionWriter, collection: string, index: number, doc: JsonValue, checkNumbers = true): PreparedDoc {
+  const where = `ingestion of collection ${JSON.stringify(collection)}: document ${index}`;
+  if (checkNumbers) {
+    const ptr = nonFinitePointer(doc);
+    if (ptr !== null) {
+      throw new IngestError(`${where}: ${ptr === '' ? 'document root' : ptr}: number is out of range (beyond ±1.7976931348623157e308, it cannot be stored exactly); send it as a string, or a smaller number`);
+    }
+  }
+  try {
+    return writer.prepare(doc);
+  } catch (err) {
+    if (err instanceof DocumentError) throw new IngestError(`${where}: ${err.message}`, 400, { cause: err });
+    throw err;
+  }
+}
+
+/** Validates every document of a parsed body (catalog tests); throws IngestError naming collection, index and error. */
 export function prepareIngest(writers: CollectionWriters, body: unknown): PreparedIngest {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new IngestError('request body must be a JSON object mapping collection names to arrays of documents');
@@ -35,26 +104,73 @@ export function prepareIngest(writers: CollectionWriters, body: unknown): Prepar
   const collections: PreparedIngest['collections'] = [];
   for (const [collection, docs] of Object.entries(body as Record<string, unknown>)) {
     const writer = writers.get(collection);
-    if (writer === undefined) throw new IngestError(`fetching specification for "${collection}": not found (no collection of that name in the catalog)`);
-    if (!Array.isArray(docs)) throw new IngestError(`ingestion of collection "${collection}": expected an array of documents, got ${docs === null ? 'null' : typeof docs}`);
-    const out: PreparedDoc[] = [];
-    docs.forEach((doc: JsonValue, index) => {
-      try {
-        out.push(writer.prepare(doc));
-      } catch (err) {
-        if (err instanceof DocumentError) throw new IngestError(`ingestion of collection "${collection}": document ${index}: ${err.message}`, 400, { cause: err });
-        throw err;
-      }
-    });
-    collections.push({ name: collection, docs: out });
+    if (writer === undefined) throw unknownCollection(collection);
+    if (!Array.isArray(docs)) throw new IngestError(`ingestion of collection ${JSON.stringify(collection)}: expected an array of documents, got ${docs === null ? 'null' : typeof docs}`);
+    collections.push({ name: collection, docs: docs.map((doc: JsonValue, index) => prepareOne(writer, collection, index, doc)) });
   }
   return { collections };
+}
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/**
+ * Reads, scans, parses and validates a request body in bounded steps. Throws IngestError on bad input
+ * or a limit; the caller must still drain the request when it throws before the body's end.
+ */
+export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, writers: CollectionWriters, limits: IngestLimits = DEFAULT_INGEST_LIMITS): Promise<PreparedIngest> {
+  const byName = new Map<string, { writer: CollectionWriter; docs: PreparedDoc[] }>();
+  let current: { writer: CollectionWriter; docs: PreparedDoc[] } | undefined;
+  let count = 0;
+  const scanner = new IngestBodyScanner({
+    collection(name) {
+      let entry = byName.get(name);
+      if (entry === undefined) {
+        const writer = writers.get(name);
+        if (writer === undefined) throw unknownCollection(name);
+        entry = { writer, docs: [] };
+        byName.set(name, entry);
+      }
+      current = entry;
+    },
+    document(d) {
+      if (++count > limits.maxDocuments) {
+        throw new IngestError(`request has more than ${limits.maxDocuments} documents; split it into several requests (each request is one transaction)`, 413);
+      }
+      const where = `ingestion of collection ${JSON.stringify(d.collection)}: document ${d.index}`;
+      const text = decodeUtf8(d.bytes, where);
+      let doc: JsonValue;
+      try {
+        doc = JSON.parse(text) as JsonValue;
+      } catch (err) {
+        throw new IngestError(`request body is not valid JSON: ${where}: ${(err as Error).message}`, 400, { cause: err });
+      }
+      current!.docs.push(prepareOne(current!.writer, d.collection, d.index, doc, d.mayHaveHugeNumber));
+    },
+  }, { maxDepth: limits.maxDepth });
+
+  let size = 0;
+  let sliceStart = performance.now();
+  for await (const chunk of body) {
+    size += chunk.length;
+    if (size > limits.maxBodyBytes) throw new IngestError(`request body exceeds ${limits.maxBodyBytes} bytes; split it into several requests`, 413);
+    for (let at = 0; at < chunk.length; at += PIECE_BYTES) {
+      scanner.push(at === 0 && chunk.length <= PIECE_BYTES ? chunk : chunk.subarray(at, at + PIECE_BYTES));
+      if (performance.now() - sliceStart >= SLICE_MS) {
+        await yieldToEventLoop();
+        sliceStart = performance.now();
+      }
+    }
+  }
+  scanner.end();
+  return { collections: [...byName].map(([name, e]) => ({ name, docs: e.docs })) };
 }
 
 function appendPrepared(tx: JournalTx, writers: CollectionWriters, prepared: PreparedIngest, touched: Set<string>): void {
   for (const { name, docs } of prepared.collections) {
     const writer = writers.get(name);
-    if (writer === undefined) throw new IngestError(`collection "${name}" was removed while ingesting`);
+    if (writer === undefined) throw new IngestError(`collection ${JSON.stringify(name)} was removed while ingesting`);
     for (const d of docs) {
       writer.append(tx, d);
       touched.add(d.journal);
@@ -115,52 +231,90 @@ export function ingestResponseJson(result: CommitResult): string {
 }
 
 /**
+ * What a Content-Type header asks for: 'json' (application/json, UTF-8 or no charset), 'not-json'
+ * (another media type, or none: the legacy 404), or the unsupported charset's name.
+ */
+export function ingestContentType(header: string | undefined): 'json' | 'not-json' | { charset: string } {
+  if (header === undefined) return 'not-json';
+  const [type, ...params] = header.split(';');
+  if (type!.trim().toLowerCase() !== 'application/json') return 'not-json';
+  for (const p of params) {
+    const eq = p.indexOf('=');
+    if (eq === -1 || p.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    const charset = p.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1');
+    if (!/^utf-?8$/i.test(charset)) return { charset };
+  }
+  return 'json';
+}
+
+/** Sends a JSON error body, as the API does: `{"status": <code>, "error": "<message>"}`. */
+export function sendIngestError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.end();
+    return;
+  }
+  const body = JSON.stringify({ status, error: message });
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+/** True for a request the ingester answers (an ingest path and method), whatever its content type. */
+export function isIngestRoute(req: IncomingMessage): boolean {
+  const path = (req.url ?? '').split('?')[0];
+  return path === '/ingest' && (req.method === 'PUT' || req.method === 'POST');
+}
+
+/**
  * An HTTP handler for the ingester. Returns false (having written nothing) when the request is not an
  * ingest request, so it can be mounted beside other routes; `notFound` answers those with the 404.
  */
-export function createIngestHandler(deps: { store: () => JournalStore; writers: () => CollectionWriters }) {
+export function createIngestHandler(deps: { store: () => JournalStore; writers: () => CollectionWriters; limits?: Partial<IngestLimits>; log?: (message: string) => void }) {
   const committer = new GroupCommitter(deps.store, deps.writers);
+  const limits = { ...DEFAULT_INGEST_LIMITS, ...deps.limits };
   return async function handleIngest(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
-    const path = (req.url ?? '').split('?')[0];
-    if (path !== '/ingest' || (req.method !== 'PUT' && req.method !== 'POST') || req.headers['content-type'] !== 'application/json') {
-      return false;
+    if (!isIngestRoute(req)) return false;
+    const type = ingestContentType(req.headers['content-type']);
+    if (type === 'not-json') return false;
+    if (type !== 'json') {
+      req.resume();
+      sendIngestError(res, 415, `unsupported charset ${JSON.stringify(type.charset)}: the ingester reads UTF-8 only; send the body as UTF-8 with Content-Type: application/json (or application/json; charset=utf-8)`);
+      return true;
     }
-    let body: unknown;
     try {
-      const text = await readBody(req);
-      try {
-        body = JSON.parse(text);
-      } catch (err) {
-        throw new IngestError(`request body is not valid JSON: ${(err as Error).message}`);
-      }
-      const result = await committer.submit(prepareIngest(deps.writers(), body));
-      const json = ingestResponseJson(result);
+      // A failed request keeps its stream (destroyOnReturn: false) so the rest can be drained and answered.
+      const prepared = await prepareIngestStream(req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>, deps.writers(), limits);
+      const json = ingestResponseJson(await committer.submit(prepared));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
       res.end(json);
     } catch (err) {
-      const status = err instanceof IngestError ? err.status : 500;
-      const message = err instanceof Error ? err.message : String(err);
-      const text = `${message}\n`;
-      if (!res.headersSent) res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
-      res.end(text);
+      const known = err instanceof IngestError;
+      if (!known) deps.log?.(`ingest: internal error: ${(err as Error).stack ?? String(err)}`);
+      const status = known ? err.status : 500;
+      const message = known ? err.message : `internal error: ${(err as Error).message}`;
+      // The client may still be sending: read the rest of the body (discarding it) before answering,
+      // so it sees this answer rather than a reset connection; beyond the size limit, answer and close.
+      if (!req.readableEnded && !(status === 413 && /exceeds/.test(message))) await drain(req, limits.maxBodyBytes);
+      sendIngestError(res, status, message, req.readableEnded ? {} : { connection: 'close' });
+      if (!req.readableEnded) res.on('finish', () => req.destroy());
     }
     return true;
   };
+}
+
+async function drain(req: IncomingMessage, max: number): Promise<void> {
+  let size = 0;
+  try {
+    for await (const chunk of req as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > max) return;
+    }
+  } catch {
+    // The client went away: nothing to answer.
+  }
 }
 
 export function notFound(res: ServerResponse): void {
   const text = '404 page not found\n';
   res.writeHead(404, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(text) });
   res.end(text);
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > MAX_BODY_BYTES) throw new IngestError(`request body exceeds ${MAX_BODY_BYTES} bytes; split it into several requests`, 413);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
-import { createIngestHandler, notFound } from '../../src/ingest/ingest.ts';
+import { createIngestHandler, notFound, type IngestLimits } from '../../src/ingest/ingest.ts';
 import { JournalStore } from '../../src/journals/store.ts';
 import { UuidProducer, uuidTime } from '../../src/journals/uuid.ts';
 import { SchemaValidators } from '../../src/journals/validator.ts';
@@ -12,18 +12,18 @@ import { collection, tempDir } from '../journals/helpers.ts';
 const rides = collection('examples/rides', { id: { type: 'integer' }, name: { type: 'string' } }, ['/id']);
 const orders = collection('acmeCo/orders', { order_id: { type: 'string' }, region: { type: 'string' }, total: { type: 'number' } }, ['/order_id'], { partitions: ['region'] });
 
-async function setup(t: { after: (fn: () => void | Promise<void>) => void }) {
+async function setup(t: { after: (fn: () => void | Promise<void>) => void }, limits: Partial<IngestLimits> = {}) {
   const store = JournalStore.open(tempDir(t));
   const writers = new CollectionWriters(new SchemaValidators(), new UuidProducer());
   writers.setCollections([rides, orders]);
-  const handle = createIngestHandler({ store: () => store, writers: () => writers });
+  const handle = createIngestHandler({ store: () => store, writers: () => writers, limits });
   const server: Server = createServer((req, res) => {
     void handle(req, res).then((handled) => { if (!handled) notFound(res); });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.after(async () => { await new Promise((r) => server.close(r)); store.close(); });
   const port = (server.address() as AddressInfo).port;
-  const send = (body: string, options: { method?: string; contentType?: string; path?: string } = {}) =>
+  const send = (body: string | Buffer, options: { method?: string; contentType?: string; path?: string } = {}) =>
     new Promise<{ status: number; type: string; body: string }>((resolve, reject) => {
       const req = request({ host: '127.0.0.1', port, path: options.path ?? '/ingest', method: options.method ?? 'POST', agent: false, headers: { 'content-type': options.contentType ?? 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
         let text = '';
@@ -34,13 +34,22 @@ async function setup(t: { after: (fn: () => void | Promise<void>) => void }) {
       req.on('error', reject);
       req.end(body);
     });
-  return { store, send };
+  /** Sends and expects a JSON error `{"status", "error"}` with this status; returns the message. */
+  const error = async (body: string | Buffer, status: number, options: { contentType?: string } = {}) => {
+    const r = await send(body, options);
+    assert.equal(r.status, status, r.body);
+    assert.equal(r.type, 'application/json');
+    const parsed = JSON.parse(r.body) as { status: number; error: string };
+    assert.equal(parsed.status, status);
+    return parsed.error;
+  };
+  return { store, send, error };
 }
 
-test('ingest: other methods, paths and content types are 404', async (t) => {
+test('ingest: other methods, paths and media types are the legacy 404', async (t) => {
   const { send, store } = await setup(t);
   const body = JSON.stringify({ 'examples/rides': [{ id: 1 }] });
-  for (const o of [{ method: 'GET' }, { method: 'DELETE' }, { contentType: 'application/json; charset=utf-8' }, { contentType: 'text/plain' }, { path: '/ingest/x' }]) {
+  for (const o of [{ method: 'GET' }, { method: 'DELETE' }, { contentType: 'application/jsonx' }, { contentType: 'text/plain' }, { contentType: 'application/x-ndjson; charset=utf-8' }, { path: '/ingest/x' }]) {
     const r = await send(o.method === 'GET' ? '' : body, o);
     assert.equal(r.status, 404, JSON.stringify(o) + r.body);
     assert.equal(r.body, '404 page not found\n');
@@ -68,32 +77,78 @@ test('ingest: PUT and POST write every document, response has Offsets and the SQ
   assert.equal(Number(/"revision":(\d+)/.exec(put.body)?.[1]), Number(m[4]) + 1);
 });
 
+test('ingest: application/json with parameters is accepted; a charset other than UTF-8 is a 415', async (t) => {
+  const { send, store, error } = await setup(t);
+  const body = JSON.stringify({ 'examples/rides': [{ id: 1 }] });
+  for (const contentType of ['application/json; charset=utf-8', 'Application/JSON;charset="UTF-8"', 'application/json; charset=utf8', 'application/json; foo=bar']) {
+    const r = await send(body, { contentType });
+    assert.equal(r.status, 200, `${contentType}: ${r.body}`);
+  }
+  assert.equal(await error(body, 415, { contentType: 'application/json; charset=iso-8859-1' }),
+    'unsupported charset "iso-8859-1": the ingester reads UTF-8 only; send the body as UTF-8 with Content-Type: application/json (or application/json; charset=utf-8)');
+  assert.equal(store.read('examples/rides/pivot=00', 0).length, 4);
+});
+
 test('ingest: one bad document means nothing is written; the 400 names collection, index and error', async (t) => {
-  const { send, store } = await setup(t);
-  const r = await send(JSON.stringify({ 'examples/rides': [{ id: 1 }, { id: 2 }], 'acmeCo/orders': [{ order_id: 'x', region: 'EU', total: 1 }, { order_id: 'y', region: 'EU', total: 'lots' }] }));
-  assert.equal(r.status, 400);
-  assert.match(r.type, /^text\/plain/);
-  assert.equal(r.body, 'ingestion of collection "acmeCo/orders": document 1: /total: must be number\n');
+  const { error, store } = await setup(t);
+  assert.equal(await error(JSON.stringify({ 'examples/rides': [{ id: 1 }, { id: 2 }], 'acmeCo/orders': [{ order_id: 'x', region: 'EU', total: 1 }, { order_id: 'y', region: 'EU', total: 'lots' }] }), 400),
+    'ingestion of collection "acmeCo/orders": document 1: /total: must be number');
   assert.deepEqual(store.journals(), []);
-  const missingKey = await send(JSON.stringify({ 'examples/rides': [{ name: 'no id' }] }));
-  assert.equal(missingKey.body, 'ingestion of collection "examples/rides": document 0: document root: missing required property "id"\n');
-  const notObject = await send(JSON.stringify({ 'examples/rides': [{ id: 1 }, 7] }));
-  assert.equal(notObject.body, 'ingestion of collection "examples/rides": document 1: expected a JSON object, got number\n');
+  assert.equal(await error(JSON.stringify({ 'examples/rides': [{ name: 'no id' }] }), 400), 'ingestion of collection "examples/rides": document 0: document root: missing required property "id"');
+  assert.equal(await error(JSON.stringify({ 'examples/rides': [{ id: 1 }, 7] }), 400), 'ingestion of collection "examples/rides": document 1: expected a JSON object, got number');
+  assert.deepEqual(store.journals(), []);
+});
+
+test('ingest: numbers beyond a double are refused with the document and pointer; nothing is written', async (t) => {
+  const { error, store } = await setup(t);
+  assert.equal(await error('{"examples/rides": [{"id": 1}, {"id": 1e400}]}', 400),
+    'ingestion of collection "examples/rides": document 1: /id: number is out of range (beyond ±1.7976931348623157e308, it cannot be stored exactly); send it as a string, or a smaller number');
+  assert.match(await error('{"acmeCo/orders": [{"order_id": "a", "region": "EU", "total": -1E400, "x": {"a/b~": [1, 2e999]}}]}', 400), /document 0: \/total: number is out of range/);
+  assert.match(await error('{"examples/rides": [{"id": 1, "name": "1e400", "x": {"a/b~": [1, 2e999]}}]}', 400), /document 0: \/x\/a~1b~0\/1: number is out of range/);
+  assert.match(await error(`{"examples/rides": [{"id": 1${'0'.repeat(400)}}]}`, 400), /document 0: \/id: number is out of range/);
+  assert.deepEqual(store.journals(), []);
+});
+
+test('ingest: a document nested deeper than the limit is a 400 naming it, however deep', async (t) => {
+  const { error, send, store } = await setup(t);
+  for (const depth of [129, 5_000, 100_000]) {
+    const deep = '{"id": 1, "x": ' + '['.repeat(depth - 1) + ']'.repeat(depth - 1) + '}';
+    assert.equal(await error(`{"examples/rides": [{"id": 0}, ${deep}]}`, 400),
+      'ingestion of collection "examples/rides": document 1: nested deeper than 128 levels of objects and arrays (the limit is 128)');
+  }
+  const ok = '{"id": 1, "x": ' + '['.repeat(127) + ']'.repeat(127) + '}';
+  assert.equal((await send(`{"examples/rides": [${ok}]}`)).status, 200);
+  assert.equal(store.read('examples/rides/pivot=00', 0).length, 1);
+});
+
+test('ingest: the documents-per-request cap and the body size limit are 413s; nothing is written', async (t) => {
+  const { error, send, store } = await setup(t, { maxDocuments: 1000, maxBodyBytes: 200_000 });
+  const docs = (n: number) => JSON.stringify({ 'examples/rides': Array.from({ length: n }, (_, i) => ({ id: i })) });
+  assert.equal(await error(docs(1001), 413), 'request has more than 1000 documents; split it into several requests (each request is one transaction)');
+  assert.equal(await error(JSON.stringify({ 'examples/rides': [{ id: 1, name: 'x'.repeat(300_000) }] }), 413), 'request body exceeds 200000 bytes; split it into several requests');
+  assert.deepEqual(store.journals(), []);
+  assert.equal((await send(docs(1000))).status, 200);
+});
+
+test('ingest: bytes that are not UTF-8 are a 400, never replaced', async (t) => {
+  const { error, store } = await setup(t);
+  const body = Buffer.concat([Buffer.from('{"examples/rides": [{"id": 1, "name": "'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]);
+  assert.equal(await error(body, 400), 'ingestion of collection "examples/rides": document 0 is not valid UTF-8; send the body encoded as UTF-8');
   assert.deepEqual(store.journals(), []);
 });
 
 test('ingest: unknown collection, malformed JSON and non-object bodies are 400', async (t) => {
-  const { send, store } = await setup(t);
-  const unknown = await send(JSON.stringify({ 'examples/rides': [{ id: 1 }], 'not/found': [{}] }));
-  assert.equal(unknown.status, 400);
-  assert.equal(unknown.body, 'fetching specification for "not/found": not found (no collection of that name in the catalog)\n');
-  const bad = await send('{"examples/rides": [,]}');
-  assert.equal(bad.status, 400);
-  assert.match(bad.body, /^request body is not valid JSON: /);
-  const arr = await send('[]');
-  assert.equal(arr.body, 'request body must be a JSON object mapping collection names to arrays of documents\n');
-  const notArray = await send('{"examples/rides": {"id": 1}}');
-  assert.equal(notArray.body, 'ingestion of collection "examples/rides": expected an array of documents, got object\n');
+  const { error, store } = await setup(t);
+  assert.equal(await error(JSON.stringify({ 'examples/rides': [{ id: 1 }], 'not/found': [{}] }), 400),
+    'fetching specification for "not/found": not found (no collection of that name in the catalog)');
+  assert.equal(await error('{"examples/rides": [,]}', 400), "request body is not valid JSON: expected a document at byte 20, got ','");
+  assert.equal(await error('{"examples/rides": [{"id": 1},]}', 400), "request body is not valid JSON: expected a document at byte 30, got ']'");
+  assert.match(await error('{"examples/rides": [{"id": 1,}]}', 400), /^request body is not valid JSON: ingestion of collection "examples\/rides": document 0: /);
+  assert.equal(await error('{"examples/rides": [{"id": 1}]', 400), 'request body is not valid JSON: expected more JSON at byte 30, got the end of the body');
+  assert.equal(await error('{"examples/rides": [{"id": 1}]} x', 400), "request body is not valid JSON: expected the end of the body after the closing '}' at byte 32, got 'x'");
+  assert.equal(await error('', 400), 'request body is empty; send a JSON object mapping collection names to arrays of documents');
+  assert.equal(await error('[]', 400), 'request body must be a JSON object mapping collection names to arrays of documents');
+  assert.equal(await error('{"examples/rides": {"id": 1}}', 400), 'ingestion of collection "examples/rides": expected an array of documents, got object');
   assert.deepEqual(store.journals(), []);
 });
 
