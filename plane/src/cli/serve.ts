@@ -30,6 +30,8 @@ export interface ServeOptions {
   watch?: boolean;
   /** Observes every publication. */
   onPublish?: (result: PublishResult) => void;
+  /** How long an early request waits for the first publication before a 503 (default READY_HOLD_MS). */
+  readyHoldMs?: number;
 }
 
 export interface RunningPlane {
@@ -40,6 +42,23 @@ export interface RunningPlane {
   first: PublishResult;
   republish(): Promise<PublishResult>;
   close(): Promise<void>;
+}
+
+/** How long a request that arrives before the first publication has finished waits for it. */
+export const READY_HOLD_MS = 10_000;
+
+/** True when `p` settles within `ms`. */
+function within(p: Promise<void>, ms: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => resolve(false), ms);
+    void p.then(() => { clearTimeout(timer); resolve(true); });
+  });
+}
+
+function notReady(res: ServerResponse): void {
+  const body = JSON.stringify({ status: 503, error: 'the plane is starting: the catalog is still being published; retry in a few seconds' });
+  res.writeHead(503, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'retry-after': '5', 'cache-control': 'no-store' });
+  res.end(body);
 }
 
 function listen(server: Server, port: number, host: string): Promise<number> {
@@ -63,8 +82,16 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   });
   const ingest = plane.ingestHandler();
   const api = (req: IncomingMessage, res: ServerResponse) => control.handle(req, res);
+  // Readiness: the ports open first (so a busy port is found before anything starts), but no request
+  // is served before the first publication has finished: a request arriving earlier waits for it (a
+  // client that waits for the port and then ingests succeeds), and one still waiting after
+  // READY_HOLD_MS is answered 503 with Retry-After.
+  let ready = false;
+  let markReady!: () => void;
+  const readyPromise = new Promise<void>((r) => { markReady = () => { ready = true; r(); }; });
   const route = (handlers: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>)[]) => (req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
+      if (!ready && !(await within(readyPromise, o.readyHoldMs ?? READY_HOLD_MS))) return notReady(res);
       for (const h of handlers) if (await h(req, res)) return;
       notFound(res);
     })().catch((err: unknown) => {
@@ -93,6 +120,7 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
     return r;
   };
   const first = await publish();
+  markReady();
 
   let watcher: FSWatcher | undefined;
   let debounce: NodeJS.Timeout | undefined;
@@ -146,7 +174,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
       ...(engine ? { containerEngine: engine } : {}),
     });
-    process.stderr.write(`sluice: serving ${values.catalog}\n  API:      ${running.apiUrl}\n  ingester: ${running.ingestUrl}\n  data:     ${resolveDataDir(values['data-dir'])}\n`);
+    process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
     if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);
     await new Promise<void>((done) => {
       process.on('SIGHUP', () => { void running.republish(); });

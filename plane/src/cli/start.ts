@@ -96,6 +96,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       catalogFile, dataDir, host: '127.0.0.1', log,
       port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
     }, (m) => out(`  note     ${m}\n`));
+    out(`  ready    ingester ${running.ingestUrl} · API ${running.apiUrl}\n`);
     const stop = async () => {
       await running.close();
       await file.close();
