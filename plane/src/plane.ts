@@ -29,6 +29,8 @@ export interface LocalPlaneOptions {
   log?: (message: string) => void;
   /** Cap on the failure back-off (ms); tests shorten it. */
   maxBackoffMs?: number;
+  /** First failure back-off (ms; default 1 s); tests shorten it. */
+  baseBackoffMs?: number;
 }
 
 export interface PublishResult {
@@ -218,6 +220,7 @@ export class LocalPlane {
       intervalSeconds: kind === 'capture' ? (built as BuiltCapture).def.intervalSeconds : 0,
       ...(this.options.log ? { log: this.options.log } : {}),
       ...(this.options.maxBackoffMs !== undefined ? { maxBackoffMs: this.options.maxBackoffMs } : {}),
+      ...(this.options.baseBackoffMs !== undefined ? { baseBackoffMs: this.options.baseBackoffMs } : {}),
       runSession: async (ctx) => {
         if (kind === 'capture') {
           const spec = built.spec as CaptureSpec;
@@ -226,6 +229,7 @@ export class LocalPlane {
             session: this.launcher.capture(built.def.endpoint, name, { onLog: ctx.onLog }),
             onOpened: ctx.opened,
             onCommit: (info) => {
+              ctx.committed();
               for (const b of info.perBinding) {
                 if (b.docs > 0) recorder.taskMetrics(name, { binding: b.collection, docsWritten: b.docs, bytesWritten: b.bytes, ts: new Date() });
               }
@@ -242,6 +246,7 @@ export class LocalPlane {
               name, spec, version: ctx.buildId, store: this.store, signal: ctx.signal, session,
               onOpened: ctx.opened,
               onTransaction: (info) => {
+                ctx.committed();
                 for (const b of info.perBinding) {
                   if (b.docsRead > 0) recorder.taskMetrics(name, { binding: b.collection, docsRead: b.docsRead, bytesRead: b.bytesRead, docsWritten: b.stored, ts: new Date() });
                 }
