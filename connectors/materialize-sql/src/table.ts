@@ -47,6 +47,8 @@ export interface Table {
   binding: number;
   /** Resource path, e.g. `[table]` or `[schema, table]`. */
   path: string[];
+  /** The collection the binding reads (named in errors about its documents). */
+  collection?: string;
   /** Quoted path. */
   identifier: string;
   deltaUpdates: boolean;
@@ -150,6 +152,7 @@ export function buildTable(dialect: Dialect, binding: number, path: string[], sp
     path,
     identifier: dialect.quotePath(path),
     deltaUpdates: spec.deltaUpdates === true,
+    collection: spec.collection.name,
     keys,
     values,
     columns: [...keys, ...values],

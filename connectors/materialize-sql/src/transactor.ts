@@ -99,8 +99,8 @@ export class SqlTransactor implements Transactor {
 
   /** Appends a store's parameters (keys, values, document: Table.columns order) to `out`. */
   #pushRow(out: SqlParam[], t: Table, s: DecodedStore): void {
-    this.#pushParams(out, t.keys, s.key, 'key', t);
-    this.#pushParams(out, t.values, s.values, 'value', t);
+    this.#pushParams(out, t.keys, s.key, 'key', t, s.key);
+    this.#pushParams(out, t.values, s.values, 'value', t, s.key);
     const d = t.document;
     if (d === undefined) return;
     // The document as sent (no re-serialisation, and no parse where `doc` is lazy) when the column takes JSON text.
@@ -113,13 +113,16 @@ export class SqlTransactor implements Transactor {
     out.push(d.mapped.toParam(doc));
   }
 
-  #pushParams(out: SqlParam[], columns: Column[], values: unknown[], what: string, t: Table): void {
+  #pushParams(out: SqlParam[], columns: Column[], values: unknown[], what: string, t: Table, key?: unknown[]): void {
     for (let i = 0; i < columns.length; i++) {
       const c = columns[i]!;
       try {
         out.push(c.mapped.toParam(values[i] as never));
       } catch (cause) {
-        throw new SqlError(`${t.path.join('.')}: cannot write ${what} field '${c.field}' (${c.mapped.ddl}): ${(cause as Error).message}`, { cause });
+        // Which document (collection and key) and which field, so a poison document can be found and fixed.
+        const source = t.collection === undefined ? '' : ` (collection ${t.collection})`;
+        const doc = key === undefined ? '' : ` of the document with key ${JSON.stringify(key, (_k, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`;
+        throw new SqlError(`${t.path.join('.')}${source}: cannot write ${what} field '${c.field}' (${c.mapped.ddl})${doc}: ${(cause as Error).message}`, { cause });
       }
     }
   }

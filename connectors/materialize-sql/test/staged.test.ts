@@ -255,7 +255,7 @@ test('a bad value in a spilled binding fails the store before anything commits, 
       yield { ...store(2, 3, 'c'), key: ['three'] };
       yield store(0, 4, 'd');
     }
-    await assert.rejects(tx.store(src()), /other: cannot write key field 'id' \(BIGINT\): not an integer: "three"/);
+    await assert.rejects(tx.store(src()), /^SqlError: other \(collection acmeCo\/c\): cannot write key field 'id' \(BIGINT\) of the document with key \["three"\]: not an integer: "three"$/);
     await tx.close();
     assert.ok(storeConn.calls.includes('ROLLBACK') && !storeConn.calls.includes('COMMIT'));
     assert.deepEqual(await readdir(dir), []);
