@@ -32,6 +32,8 @@ export interface ServeOptions {
   onPublish?: (result: PublishResult) => void;
   /** How long an early request waits for the first publication before a 503 (default READY_HOLD_MS). */
   readyHoldMs?: number;
+  /** Task failure back-off: first delay and cap, in ms (default 1 s and 5 min; tests shorten them). */
+  backoff?: { baseMs?: number; maxMs?: number };
 }
 
 export interface RunningPlane {
@@ -78,6 +80,8 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   const control = createControlPlane({ dataDir: o.dataDir });
   const plane = new LocalPlane({
     catalogFile: o.catalogFile, dataDir: o.dataDir, recorder: control.recorder, log,
+    ...(o.backoff?.baseMs !== undefined ? { baseBackoffMs: o.backoff.baseMs } : {}),
+    ...(o.backoff?.maxMs !== undefined ? { maxBackoffMs: o.backoff.maxMs } : {}),
     launcher: new Launcher(o.containerEngine ? { containerEngine: o.containerEngine } : {}),
   });
   const ingest = plane.ingestHandler();
