@@ -49,14 +49,15 @@ test('api README: every command works against the quickstart', { skip: HAVE_CURL
   if (failure) throw failure;
   assert.equal(code, 0, printed);
 
-  async function readme(running: { apiUrl: string }): Promise<void> {
+  async function readme(running: { apiUrl: string; ingestUrl: string }): Promise<void> {
     const base = running.apiUrl.replace(/\/api\/v1$/, '');
+    const ingestBase = running.ingestUrl.replace(/\/ingest$/, '');
     const env: Record<string, string> = { ...process.env as Record<string, string> };
     let first: { id: string; secret: string } | undefined;
     const checked: string[] = [];
     for (const c of cmds) {
       if (c.text === 'npm start') continue; // the test is running it
-      const text = c.text.replaceAll('http://localhost:8675', base)
+      const text = c.text.replaceAll('http://localhost:8675', base).replaceAll('http://localhost:8081', ingestBase)
         .replaceAll('npx sluice ', `${JSON.stringify(process.execPath)} ${JSON.stringify(SLUICE)} `)
         .replaceAll('<id>', first?.id ?? '<id>').replaceAll('<secret>', first?.secret ?? '<secret>');
       // An assignment runs in a shell whose result is kept for the next commands.
@@ -78,6 +79,8 @@ test('api README: every command works against the quickstart', { skip: HAVE_CURL
       // Expected JSON outputs match exactly; other routes answer with what they should.
       const json = c.expected.filter((e) => e.startsWith('{"status"'));
       if (json.length) assert.deepEqual(JSON.parse(stdout), JSON.parse(json[0]!), c.text);
+      else if (c.expected[0] === '404 page not found') assert.equal(stdout, '404 page not found\n', c.text);
+      else if (c.text.includes('/ingest')) assert.match(stdout, /^\{"Offsets":\{"quickstart\/rides\/rideable_type=electric_bike\/pivot=00":\d+\},"SQLite":\{"cluster_id":\d+,"member_id":\d+,"revision":\d+,"raft_term":\d+\}\}$/, c.text);
       else if (c.text.includes('/catalog/status')) {
         const items = JSON.parse(stdout) as { catalog_name: string; summary: { status: string } }[];
         assert.ok(Array.isArray(items) && items.length > 0 && items.every((i) => i.summary.status === 'ok'), `${c.text}\n${stdout}`);

@@ -31,6 +31,10 @@ export interface LocalPlaneOptions {
   maxBackoffMs?: number;
   /** First failure back-off (ms; default 1 s); tests shorten it. */
   baseBackoffMs?: number;
+  /** Receives the tasks' progress lines (see TaskRunnerOptions.progress); unset: none. */
+  progress?: (line: string) => void;
+  /** Least time between two progress lines of a task (default 5 s). */
+  progressIntervalMs?: number;
 }
 
 export interface PublishResult {
@@ -221,6 +225,8 @@ export class LocalPlane {
       ...(this.options.log ? { log: this.options.log } : {}),
       ...(this.options.maxBackoffMs !== undefined ? { maxBackoffMs: this.options.maxBackoffMs } : {}),
       ...(this.options.baseBackoffMs !== undefined ? { baseBackoffMs: this.options.baseBackoffMs } : {}),
+      ...(this.options.progress ? { progress: this.options.progress } : {}),
+      ...(this.options.progressIntervalMs !== undefined ? { progressIntervalMs: this.options.progressIntervalMs } : {}),
       runSession: async (ctx) => {
         if (kind === 'capture') {
           const spec = built.spec as CaptureSpec;
@@ -229,7 +235,7 @@ export class LocalPlane {
             session: this.launcher.capture(built.def.endpoint, name, { onLog: ctx.onLog }),
             onOpened: ctx.opened,
             onCommit: (info) => {
-              ctx.committed();
+              ctx.committed(info.perBinding.reduce((m, b) => ({ docs: m.docs + b.docs, bytes: m.bytes + b.bytes }), { docs: 0, bytes: 0 }));
               for (const b of info.perBinding) {
                 if (b.docs > 0) recorder.taskMetrics(name, { binding: b.collection, docsWritten: b.docs, bytesWritten: b.bytes, ts: new Date() });
               }
@@ -246,7 +252,7 @@ export class LocalPlane {
               name, spec, version: ctx.buildId, store: this.store, signal: ctx.signal, session,
               onOpened: ctx.opened,
               onTransaction: (info) => {
-                ctx.committed();
+                ctx.committed(info.perBinding.reduce((m, b) => ({ docs: m.docs + b.docsRead, bytes: m.bytes + b.bytesRead }), { docs: 0, bytes: 0 }));
                 for (const b of info.perBinding) {
                   if (b.docsRead > 0) recorder.taskMetrics(name, { binding: b.collection, docsRead: b.docsRead, bytesRead: b.bytesRead, docsWritten: b.stored, ts: new Date() });
                 }

@@ -1,5 +1,5 @@
 // `sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir ./data]
-//  [--container-engine docker|podman] [--host 127.0.0.1]`: the local plane. Publishes the catalog,
+//  [--container-engine docker|podman] [--host 127.0.0.1] [--quiet]`: the local plane. Publishes the catalog,
 // runs its tasks, serves the control-plane API (/api/v1) and the ingester (/ingest), and republishes on
 // SIGHUP or when the catalog file changes. SIGINT/SIGTERM stop it cleanly.
 import { watch, type FSWatcher } from 'node:fs';
@@ -14,7 +14,7 @@ import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 
 export const description = 'run a catalog on this machine: tasks, journals, /ingest and the /api/v1 control plane';
-const USAGE = 'usage: sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir DIR] [--host 127.0.0.1] [--container-engine docker|podman]';
+const USAGE = 'usage: sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir DIR] [--host 127.0.0.1] [--container-engine docker|podman] [--quiet]';
 
 export interface ServeOptions {
   catalogFile: string;
@@ -32,6 +32,12 @@ export interface ServeOptions {
   onPublish?: (result: PublishResult) => void;
   /** How long an early request waits for the first publication before a 503 (default READY_HOLD_MS). */
   readyHoldMs?: number;
+  /** No progress lines (`--quiet`). */
+  quiet?: boolean;
+  /** Where progress lines go (default: `log`). */
+  progress?: (line: string) => void;
+  /** Least time between two progress lines of a task (default 5 s). */
+  progressIntervalMs?: number;
   /** Task failure back-off: first delay and cap, in ms (default 1 s and 5 min; tests shorten them). */
   backoff?: { baseMs?: number; maxMs?: number };
 }
@@ -47,7 +53,7 @@ export interface RunningPlane {
 }
 
 /** How long a request that arrives before the first publication has finished waits for it. */
-export const READY_HOLD_MS = 10_000;
+export const READY_HOLD_MS = 60_000;
 
 /** True when `p` settles within `ms`. */
 function within(p: Promise<void>, ms: number): Promise<boolean> {
@@ -80,6 +86,8 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   const control = createControlPlane({ dataDir: o.dataDir });
   const plane = new LocalPlane({
     catalogFile: o.catalogFile, dataDir: o.dataDir, recorder: control.recorder, log,
+    ...(o.quiet ? {} : { progress: o.progress ?? log }),
+    ...(o.progressIntervalMs !== undefined ? { progressIntervalMs: o.progressIntervalMs } : {}),
     ...(o.backoff?.baseMs !== undefined ? { baseBackoffMs: o.backoff.baseMs } : {}),
     ...(o.backoff?.maxMs !== undefined ? { maxBackoffMs: o.backoff.maxMs } : {}),
     launcher: new Launcher(o.containerEngine ? { containerEngine: o.containerEngine } : {}),
@@ -168,7 +176,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
     const { values } = parse(argv, {
       catalog: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, 'data-dir': { type: 'string' },
-      host: { type: 'string' }, 'container-engine': { type: 'string' },
+      host: { type: 'string' }, 'container-engine': { type: 'string' }, quiet: { type: 'boolean' },
     }, USAGE);
     if (!values.catalog) throw new UsageError(`--catalog is required\n${USAGE}`);
     const engine = values['container-engine'];
@@ -177,6 +185,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       catalogFile: resolve(values.catalog), dataDir: resolveDataDir(values['data-dir']), host: values.host ?? '127.0.0.1',
       port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
       ...(engine ? { containerEngine: engine } : {}),
+      ...(values.quiet ? { quiet: true } : {}),
     });
     process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
     if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);

@@ -14,7 +14,7 @@ import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
 
 export const description = 'the quickstart: capture a CSV served over local HTTP into journals, materialize it into SQLite, keep the API and ingester up';
-const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit]';
+const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit] [--quiet]';
 const TEMPLATE = fileURLToPath(new URL('../../../examples/quickstart/flow.yaml', import.meta.url));
 const SOURCE_LAST_MODIFIED = new Date(Date.UTC(2024, 4, 31, 23, 59, 59));
 
@@ -71,7 +71,7 @@ export interface StartHooks {
 export async function startCommand(argv: string[], out: (s: string) => void = (s) => process.stdout.write(s), hooks: StartHooks = {}): Promise<number> {
   return runCommand(async () => {
     const { values } = parse(argv, {
-      'data-dir': { type: 'string' }, rows: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, exit: { type: 'boolean' },
+      'data-dir': { type: 'string' }, rows: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, exit: { type: 'boolean' }, quiet: { type: 'boolean' },
     }, USAGE);
     const rows = positiveInt(values.rows, '--rows', DEFAULT_ROWS);
     if (rows === 0) throw new UsageError('--rows must be at least 1');
@@ -94,6 +94,8 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
 
     const running = await startPlaneWithFallback({
       catalogFile, dataDir, host: '127.0.0.1', log,
+      // On a terminal the one-line status below shows progress; elsewhere each task prints its lines.
+      quiet: values.quiet === true || tty, progress: (m) => out(`  progress ${m}\n`),
       port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
     }, (m) => out(`  note     ${m}\n`));
     out(`  ready    ingester ${running.ingestUrl} · API ${running.apiUrl}\n`);
@@ -122,7 +124,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
         const bytes = journals.reduce((a, j) => a + j.head, 0);
         if (tty) {
           const secs = (Date.now() - started) / 1000;
-          process.stdout.write(`\r  running  journals ${mb(bytes)} · materialized ${fmt(materialized)}/${fmt(rows)} rows · ${fmt(Math.round(materialized / Math.max(secs, 0.001)))} rows/s   `);
+          if (!values.quiet) process.stdout.write(`\r  running  journals ${mb(bytes)} · materialized ${fmt(materialized)}/${fmt(rows)} rows · ${fmt(Math.round(materialized / Math.max(secs, 0.001)))} rows/s   `);
         }
         // Done when every row is in `rides` and `electric_rides` holds every electric ride.
         if (materialized >= rows && tableCount(db, 'electric_rides') >= electricRides(db)) break;
@@ -131,7 +133,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
         if (Date.now() > deadline) throw new UsageError(`the quickstart did not finish in 5 minutes (${fmt(materialized)} of ${fmt(rows)} rows materialized)`);
         await new Promise((r) => setTimeout(r, 200));
       }
-      if (tty) process.stdout.write('\n');
+      if (tty && !values.quiet) process.stdout.write('\n');
       const secs = (Date.now() - started) / 1000;
       const journals = running.plane.store.journals('quickstart/rides');
       const electric = tableCount(db, 'electric_rides');

@@ -16,8 +16,11 @@ export interface SessionContext {
   buildId: string;
   /** Call once the connector has opened: the shard is then `Ok`. */
   opened: () => void;
-  /** Call when the session committed a transaction: it is healthy, and the failure count resets. */
-  committed: () => void;
+  /**
+   * Call when the session committed a transaction, with the documents and bytes it moved: the session
+   * is healthy (the failure count resets), and progress lines count them.
+   */
+  committed: (moved?: { docs: number; bytes: number }) => void;
   /** Pass every connector log line here (connectorStatus events reach the recorder). */
   onLog: (event: ConnectorLogEvent) => void;
 }
@@ -37,6 +40,56 @@ export interface TaskRunnerOptions {
   baseBackoffMs?: number;
   /** A session running this long without failing is healthy (default 60 s). */
   healthyAfterMs?: number;
+  /**
+   * Receives progress lines: while documents move, one at most every `progressIntervalMs` (documents
+   * and bytes so far in the session, current rate); one when a session that moved documents ends.
+   * Nothing while idle. Unset: no progress lines (`--quiet`).
+   */
+  progress?: (line: string) => void;
+  /** Default 5 s. */
+  progressIntervalMs?: number;
+}
+
+const count = (n: number) => n.toLocaleString('en-US');
+function size(bytes: number): string {
+  return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KB` : `${(bytes / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** Documents and bytes a session moved, and the lines that report them. */
+class SessionProgress {
+  readonly #started = performance.now();
+  docs = 0;
+  bytes = 0;
+  #lineAt = performance.now();
+  #lineDocs = 0;
+  #lineBytes = 0;
+  readonly #verb: string;
+
+  constructor(kind: 'capture' | 'materialization') {
+    this.#verb = kind === 'capture' ? 'captured' : 'materialized';
+  }
+
+  /** Adds a commit's counts; returns a progress line when one is due. */
+  add(docs: number, bytes: number, intervalMs: number): string | undefined {
+    this.docs += docs;
+    this.bytes += bytes;
+    const now = performance.now();
+    const secs = (now - this.#lineAt) / 1000;
+    if (secs * 1000 < intervalMs || this.docs === this.#lineDocs) return undefined;
+    const rate = (this.docs - this.#lineDocs) / secs;
+    const mbs = (this.bytes - this.#lineBytes) / secs / 1024 / 1024;
+    this.#lineAt = now;
+    this.#lineDocs = this.docs;
+    this.#lineBytes = this.bytes;
+    return `${this.#verb} ${count(this.docs)} documents (${size(this.bytes)}) so far; now ${count(Math.round(rate))} docs/s, ${mbs.toFixed(1)} MB/s`;
+  }
+
+  /** The session's final line, or undefined when it moved nothing. */
+  final(how: string): string | undefined {
+    if (this.docs === 0) return undefined;
+    const secs = (performance.now() - this.#started) / 1000;
+    return `session ${how}: ${this.#verb} ${count(this.docs)} documents (${size(this.bytes)}) in ${secs.toFixed(1)} s (${count(Math.round(this.docs / Math.max(secs, 0.001)))} docs/s)`;
+  }
 }
 
 /** The delay before retrying after `failures` consecutive failures: base, doubling, capped. */
@@ -107,6 +160,11 @@ export class TaskRunner {
       o.recorder.shardStatus(o.name, 'Pending', new Date());
       this.sessions++;
       let healthyTimer: NodeJS.Timeout | undefined;
+      const progress = new SessionProgress(o.kind);
+      const final = (how: string) => {
+        const line = progress.final(how);
+        if (line !== undefined) o.progress?.(`${o.name}: ${line}`);
+      };
       try {
         await o.runSession({
           signal,
@@ -117,7 +175,12 @@ export class TaskRunner {
             healthyTimer = setTimeout(() => this.#healthy(), o.healthyAfterMs ?? 60_000);
             healthyTimer.unref();
           },
-          committed: () => this.#healthy(),
+          committed: (moved) => {
+            this.#healthy();
+            if (moved === undefined || o.progress === undefined) return;
+            const line = progress.add(moved.docs, moved.bytes, o.progressIntervalMs ?? 5000);
+            if (line !== undefined) o.progress(`${o.name}: ${line}`);
+          },
           onLog: (e) => {
             if (e.fields.eventType === 'connectorStatus') {
               this.#lastStatus = { message: e.message, fields: e.fields };
@@ -126,8 +189,12 @@ export class TaskRunner {
           },
         });
         clearTimeout(healthyTimer);
-        if (signal.aborted) break;
+        if (signal.aborted) {
+          final('stopped');
+          break;
+        }
         if (o.kind === 'materialization') throw new Error('the materialization connector ended its session unexpectedly');
+        final('complete');
         this.failures = 0;
         const next = new Date(Date.now() + o.intervalSeconds * 1000);
         o.recorder.controllerRun(o.name, { error: null, nextRun: next, at: new Date() });
@@ -135,6 +202,7 @@ export class TaskRunner {
         await sleep(o.intervalSeconds * 1000, signal);
       } catch (err) {
         clearTimeout(healthyTimer);
+        final(signal.aborted ? 'stopped' : 'failed');
         if (signal.aborted) break;
         this.failures++;
         const message = err instanceof Error ? err.message : String(err);
