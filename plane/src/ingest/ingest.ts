@@ -40,7 +40,7 @@ export const DEFAULT_INGEST_LIMITS: IngestLimits = { maxBodyBytes: 64 * 1024 * 1
 /** Work done between two yields to the event loop, in ms. */
 const SLICE_MS = 8;
 /** Chunks are scanned in pieces of at most this many bytes, so a slice never runs long. */
-const PIECE_BYTES = 32 * 1024;
+const PIECE_BYTES = 8 * 1024;
 
 /** A validated request, ready to append. */
 export interface PreparedIngest {
