@@ -4,7 +4,8 @@
 // decoded text (the hot-path decision), and the opt-in parser thread (SLUICE_HTTP_FILE_WORKER=1) beside the
 // default (one JS thread; zlib works on Node's threadpool). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
-//   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol] [--cpu-prof-dir DIR]
+//   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol | --only-parquet] [--cpu-prof-dir DIR]
+//   (Parquet: the same rides as Parquet, zstd, against DuckDB read_parquet → JSON lines; --only-parquet runs only that)
 //   (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB; --only-open skips the runtime and the baselines,
 //   for checking the connector's memory on big files; --only-protocol runs only the capture through the
 //   protocol, for profiling; --cpu-prof-dir makes the connector processes write V8 CPU profiles there)
@@ -64,6 +65,8 @@ const argRows = process.argv.indexOf('--rows');
 const ROWS = argRows > 0 ? Number(process.argv[argRows + 1]) : 500_000;
 const ONLY_OPEN = process.argv.includes('--only-open');
 const ONLY_PROTOCOL = process.argv.includes('--only-protocol');
+/** `--only-parquet`: only the Parquet comparison (the rides data as Parquet, zstd) against DuckDB. */
+const ONLY_PARQUET = process.argv.includes('--only-parquet');
 const argProf = process.argv.indexOf('--cpu-prof-dir');
 /** `--cpu-prof-dir DIR`: the spawned connector processes write V8 CPU profiles there. */
 const PROF_FLAGS = argProf > 0 ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[argProf + 1]}`] : [];
@@ -130,6 +133,16 @@ async function serve(): Promise<{ url: (name: string) => string; close: () => vo
     const path = join(dir, (req.url ?? '/').slice(1));
     let size: number;
     try { size = statSync(path).size; } catch { res.writeHead(404); res.end(); return; }
+    // Range requests as a file server answers them (the Parquet reader asks for `bytes=a-b`).
+    const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
+    if (range) {
+      const start = Number(range[1]);
+      const end = range[2] ? Math.min(Number(range[2]), size - 1) : size - 1;
+      res.writeHead(206, { 'content-length': end - start + 1, 'content-range': `bytes ${start}-${end}/${size}`, 'last-modified': lastModified, 'accept-ranges': 'bytes' });
+      if (req.method === 'HEAD') { res.end(); return; }
+      createReadStream(path, { start, end, highWaterMark: 64 * 1024 }).pipe(res);
+      return;
+    }
     res.writeHead(200, { 'content-length': size, 'last-modified': lastModified, 'accept-ranges': 'bytes' });
     if (req.method === 'HEAD') { res.end(); return; }
     createReadStream(path, { highWaterMark: 64 * 1024 }).pipe(res);
@@ -182,9 +195,44 @@ function parseCoreBench(text: string): { ours: number; csvParse: number } {
 
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
+/**
+ * The rides data as Parquet (zstd, DuckDB's default row groups of 122,880 rows), captured by the bin over
+ * loopback HTTP (Range requests), against DuckDB reading the same file locally with read_parquet and
+ * writing JSON lines (2 threads; @duckdb/node-api in a child process, so its start is counted as ours is).
+ */
+async function parquetBench(server: { url: (name: string) => string }): Promise<void> {
+  const parquetPath = join(dir, 'rides.parquet');
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const db = await DuckDBInstance.create(':memory:');
+  const c = await db.connect();
+  await c.run(`COPY (SELECT * FROM read_csv('${csvPath}', header = true)) TO '${parquetPath}' (FORMAT parquet, COMPRESSION zstd)`);
+  c.closeSync();
+  db.closeSync();
+  const size = statSync(parquetPath).size;
+  const ours = await capture(server.url('rides.parquet'));
+  if (ours.docs !== ROWS) throw new Error(`parquet: captured ${ours.docs} documents, expected ${ROWS}`);
+  const script = `import { DuckDBInstance } from '@duckdb/node-api'; const db = await DuckDBInstance.create(':memory:', { threads: '2' }); const c = await db.connect(); await c.run("COPY (SELECT * FROM read_parquet('${parquetPath}')) TO '/dev/stdout' (FORMAT json)");`;
+  const duck = timed(`cd ${new URL('..', import.meta.url).pathname} && ${process.execPath} --input-type=module -e "${script.replaceAll('"', '\\"')}"`);
+  const rate = (secs: number): number => ROWS / secs;
+  console.log([
+    `parquet (zstd, ${fmt(size / 1e6, 1)} MB): source-http-file  ${fmt(rate(ours.secs))} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB${size >= 1e9 ? ` (target on a 1 GB file < 200 MB: ${ours.rssMb < 200 ? 'met' : 'NOT met'})` : ''}, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
+    `parquet: DuckDB read_parquet → JSON lines (2 threads, local file)  ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s, CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(duck.secs / ours.secs, 2)}× DuckDB's rows/s (target ≥ 1×: ${duck.secs / ours.secs >= 1 ? 'met' : 'NOT met'})`,
+    '',
+  ].join('\n'));
+}
+
 async function main(): Promise<void> {
   console.log(`generating ${fmt(ROWS)} rows in ${dir} … (connector children run with ${V8_FLAGS.join(' ') || 'no V8 flags'})`);
   await generate();
+  if (ONLY_PARQUET) {
+    const server = await serve();
+    try {
+      await parquetBench(server);
+    } finally {
+      server.close();
+    }
+    return;
+  }
   const rawBytes = statSync(csvPath).size;
   await pipeline(createReadStream(csvPath), createGzip({ level: 6 }), createWriteStream(`${csvPath}.gz`));
   const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
@@ -227,6 +275,7 @@ async function main(): Promise<void> {
         '',
       ].join('\n'));
     }
+    if (!ONLY_OPEN && !ONLY_PROTOCOL) await parquetBench(server);
   } finally {
     server.close();
   }

@@ -4,7 +4,7 @@
 import type { CaptureOutput, JsonObject, Logger } from '@sluice/runtime';
 import { ConfigError, DecodeError } from './errors.ts';
 import type { FileInfo, HttpClient } from './http.ts';
-import { LineSink } from './lines.ts';
+import { BATCH_BYTES, LineSink } from './lines.ts';
 import { locateRow, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
 import type { ByteSource } from './parquet.ts';
 import { parquetDocumentSchema } from './parquet-schema.ts';
@@ -120,6 +120,8 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
     })) {
       for (const r of batch.records) sink.appendRecord(r);
+      // Lines go out in batches of BATCH_BYTES, or at a checkpoint.
+      if (sink.len < BATCH_BYTES && since + sink.documents < o.every) continue;
       const taken = sink.take();
       if (taken === null) continue;
       since += taken.documents;
@@ -130,6 +132,8 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       }
       yield out;
     }
+    const rest = sink.take();
+    if (rest) yield [{ capturedLines: { documents: rest.documents, lines: rest.bytes } }];
     return sink.offset;
   } finally {
     await source.close();

@@ -14,7 +14,12 @@ import { pipeline } from 'node:stream/promises';
 import { getHeapStatistics } from 'node:v8';
 import { brotliDecompressSync, gunzipSync, zstdDecompressSync } from 'node:zlib';
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet';
-import type { AsyncBuffer, ColumnChunk, Compressors, FileMetaData, RowGroup } from 'hyparquet';
+import type { AsyncBuffer, ColumnChunk, Compressors, FileMetaData, ParquetParsers, RowGroup, SchemaTree } from 'hyparquet';
+// hyparquet's page-level reader (exported as hyparquet/src/*.js), for the streaming path of flat schemas.
+import { parquetHeader, readPage } from 'hyparquet/src/column.js';
+import { convert, convertWithDictionary } from 'hyparquet/src/convert.js';
+import { decompressPage, readDataPage, readDataPageV2 } from 'hyparquet/src/datapage.js';
+import { getTreePath } from 'hyparquet/src/schema.js';
 import { DecodeError, HttpFileError } from './errors.ts';
 import type { HttpClient } from './http.ts';
 import { planColumns, textParsers } from './parquet-json.ts';
@@ -183,6 +188,100 @@ export function locateRow(metadata: FileMetaData, row: number): { rowGroup: numb
   return { rowGroup: metadata.row_groups.length, row: 0 };
 }
 
+/**
+ * The pages of one flat column chunk, decoded one at a time (a value per row): a row group of a flat
+ * schema is converted a page at a time per column, so only one page of each column is decoded at once
+ * (hyparquet's parquetRead decodes whole column chunks).
+ */
+class FlatPages {
+  readonly #reader: { view: DataView; offset: number };
+  readonly #decoder: Parameters<typeof readPage>[2];
+  #dictionary: ReturnType<typeof convert> | undefined;
+  constructor(bytes: Uint8Array, decoder: Parameters<typeof readPage>[2]) {
+    this.#reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
+    this.#decoder = decoder;
+  }
+  /** The next data page's values, or null at the end of the chunk. */
+  next(): ArrayLike<unknown> | null {
+    const r = this.#reader;
+    while (r.offset < r.view.byteLength - 1) {
+      const header = parquetHeader(r);
+      if (header.type === 'DICTIONARY_PAGE') {
+        const { data } = readPage(r, header, this.#decoder, this.#dictionary, undefined, 0);
+        if (data) this.#dictionary = convert(data, this.#decoder);
+        continue;
+      }
+      // Data pages: levels and values decoded as readPage does, then spread over the rows by the
+      // definition levels here (readPage's general list assembly pushes value by value: ~15% of the time).
+      const d = this.#decoder;
+      const bytes = new Uint8Array(r.view.buffer, r.view.byteOffset + r.offset, header.compressed_page_size);
+      r.offset += header.compressed_page_size;
+      let page;
+      let encoding;
+      if (header.type === 'DATA_PAGE' && header.data_page_header) {
+        const daph = header.data_page_header;
+        page = readDataPage(decompressPage(bytes, Number(header.uncompressed_page_size), d.codec, d.compressors), daph, d);
+        encoding = daph.encoding;
+      } else if (header.type === 'DATA_PAGE_V2' && header.data_page_header_v2) {
+        page = readDataPageV2(bytes, header, d);
+        encoding = header.data_page_header_v2.encoding;
+      } else continue; // index pages
+      const values = convertWithDictionary(page.dataPage, this.#dictionary, encoding, d) as ArrayLike<unknown>;
+      const defs = page.definitionLevels;
+      if (!defs || defs.length === 0) {
+        if (values.length) return values;
+        continue;
+      }
+      const out = new Array<unknown>(defs.length);
+      for (let i = 0, k = 0; i < defs.length; i++) out[i] = defs[i] === 0 ? null : values[k++];
+      return out;
+    }
+    return null;
+  }
+}
+
+/** The rows of one row group of a flat schema, streamed page by page; yields the JSON text of rows [from, rows) in batches. */
+function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: { compressors: Compressors; parsers: ParquetParsers },
+  converts: ((v: unknown) => string)[], prefixes: string[], from: number, batchRows: number, where: string): Generator<string[]> {
+  const rows = Number(rg.num_rows);
+  const pages = rg.columns.map((col) => {
+    const m = col.meta_data;
+    if (!m) throw new DecodeError(`${where}: a column chunk has no metadata (columns in separate files are not supported)`);
+    const data = Number(m.data_page_offset);
+    const dict = m.dictionary_page_offset === undefined ? NaN : Number(m.dictionary_page_offset);
+    const start = (dict > 0 && dict < data ? dict : data) - span.start;
+    const schemaPath = getTreePath(root, m.path_in_schema);
+    const decoder = {
+      pathInSchema: m.path_in_schema, element: (schemaPath[schemaPath.length - 1] as SchemaTree).element, schemaPath,
+      type: m.type, codec: m.codec, parsers: shared.parsers, compressors: shared.compressors, utf8: false,
+    };
+    return new FlatPages(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder);
+  });
+  const n = converts.length;
+  const values: ArrayLike<unknown>[] = pages.map(() => []);
+  const at = new Array<number>(n).fill(0);
+  const cell = (c: number): unknown => {
+    let v = values[c] as ArrayLike<unknown>;
+    if ((at[c] as number) >= v.length) {
+      const next = (pages[c] as FlatPages).next();
+      if (next === null) throw new DecodeError(`${where}: column '${root.children[c]?.element.name}' ends before the row group's ${rows} rows; the file is damaged`);
+      values[c] = v = next;
+      at[c] = 0;
+    }
+    return v[(at[c] as number)++];
+  };
+  for (let r = 0; r < rows;) {
+    const stop = Math.min(rows, r + batchRows);
+    const records: string[] = [];
+    for (; r < stop; r++) {
+      let s = '';
+      for (let c = 0; c < n; c++) s += (prefixes[c] as string) + (converts[c] as (v: unknown) => string)(cell(c));
+      if (r >= from) records.push(s);
+    }
+    yield records;
+  }
+}
+
 /** The rows of the file from `startRow`, as JSON text, a batch at a time. */
 export async function* readParquetRows(source: ByteSource, metadata: FileMetaData, options: ParquetReadOptions): AsyncGenerator<ParquetBatch> {
   const root = parquetSchema(metadata);
@@ -192,12 +291,15 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   const parsers = textParsers(options);
   const compressors = await compressorsFor(metadata);
   const limit = maxRowGroupBytes();
-  const batchRows = options.batchRows ?? 2048;
+  // Small batches: a batch's row texts are garbage once written, and die young (a 2 MB young generation, the bin's flags).
+  const batchRows = options.batchRows ?? 256;
   const groups = metadata.row_groups;
   const starts: number[] = [];
   let total = 0;
   for (const rg of groups) { starts.push(total); total += Number(rg.num_rows); }
   const first = locateRow(metadata, options.startRow);
+  // Flat schemas (no nested or repeated top-level column, one chunk per column) stream page by page.
+  const flat = columns.every((c) => c.flat) && groups.every((rg) => rg.columns.length === columns.length);
 
   const fetchGroup = (i: number): Promise<{ start: number; bytes: Uint8Array }> | null => {
     const rg = groups[i];
@@ -224,6 +326,24 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     next = fetchGroup(g + 1);
     next?.catch(() => {});
     options.onRowGroup?.(g, rows, span.bytes.length);
+    const groupStart = starts[g] as number;
+    const where = `row group ${g} of ${options.file} (rows ${groupStart}–${groupStart + rows - 1})`;
+    if (flat) {
+      let r = g === first.rowGroup ? first.row : 0;
+      const from = r;
+      r = 0;
+      try {
+        for (const records of flatRowGroup(root, rg, span, { compressors, parsers }, columns.map((c) => c.convert), prefixes, from, batchRows, where)) {
+          r = Math.min(rows, r + batchRows);
+          if (records.length === 0) continue;
+          yield { records, rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
+        }
+      } catch (err) {
+        if (err instanceof HttpFileError) throw err;
+        throw new DecodeError(`${where} could not be decoded: ${(err as Error).message}; the file is damaged or truncated`, { byteOffset: span.start }, { cause: err });
+      }
+      continue;
+    }
     const file: AsyncBuffer = {
       byteLength: source.byteLength,
       slice: (start, end = source.byteLength) => {
@@ -237,7 +357,6 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     // Top-level columns, each as the pieces (pages) hyparquet decoded.
     const pieces: { data: ArrayLike<unknown>; rowStart: number }[][] = columns.map(() => []);
     const index = new Map(columns.map((c, i) => [c.name, i]));
-    const groupStart = starts[g] as number;
     try {
       await parquetRead({
         file,

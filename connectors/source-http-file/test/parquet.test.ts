@@ -105,7 +105,8 @@ const CODECS = ['uncompressed', 'snappy', 'gzip', 'zstd', 'brotli', 'lz4'];
 const BIG_ROWS = 20_000;
 const BIG_GROUP = 2048;
 
-describe('source-http-file: Parquet', () => {
+// Tests run concurrently (each spawns the bin and waits on it); request checks filter by path.
+describe('source-http-file: Parquet', { concurrency: 4 }, () => {
   let server: FileServer;
   let dir: string;
   const files = new Map<string, Buffer>();
@@ -125,7 +126,9 @@ describe('source-http-file: Parquet', () => {
     const metaLength = corrupt.readUInt32LE(corrupt.length - 8);
     corrupt.fill(0xff, corrupt.length - 8 - metaLength, corrupt.length - 8);
     const routes: Record<string, Parameters<typeof startServer>[0] extends Record<string, infer R> | undefined ? R : never> = {
-      '/big.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
+      // One path per resume test (they run concurrently and check their own requests).
+      '/big-3-0.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
+      '/big-1-1024.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/rich.parquet': { body: rich },
       '/rich-no-ranges.parquet': { body: rich, ranges: false },
       '/data.bin': { body: rich, headers: { 'content-type': 'application/octet-stream' } },
@@ -183,7 +186,7 @@ describe('source-http-file: Parquet', () => {
     const before = server.requests.length;
     const p = await run([openRequest({ url: server.url('/rich.parquet') })]);
     assert.equal(p.code, 0, p.stderr);
-    const gets = server.requests.slice(before).filter((r) => r.method === 'GET');
+    const gets = server.requests.slice(before).filter((r) => r.method === 'GET' && r.path === '/rich.parquet');
     assert.ok(gets.length >= 5, `${gets.length} GETs`);
     for (const g of gets) assert.match(g.headers.range ?? '', /^bytes=\d+-\d+$/, 'every GET asks for a bounded range');
     assert.equal(docsOf(p).length, RICH_ROWS);
@@ -229,9 +232,13 @@ describe('source-http-file: Parquet', () => {
     for (const f of formats) assert.ok(['"format":"date-time"', '"format":"date"', '"format":"number"', '"format":"uuid"'].includes(f), f);
   });
 
-  test('resume after a crash at a row-group boundary: from that row group, no duplicate, no gap', async () => {
-    const env = { HTTP_FILE_CHECKPOINT_EVERY: String(BIG_GROUP) };
-    const url = server.url('/big.parquet');
+  // Checkpoints every 2048 documents fall on row-group boundaries (row groups of 2048 rows); every 1000 (batches of
+  // 256 rows) at 1024, 2048, 3072: the third is row 1024 of row group 1.
+  for (const [every, records, at] of [[BIG_GROUP, 3 * BIG_GROUP, { rowGroup: 3, row: 0 }], [1000, 3072, { rowGroup: 1, row: 1024 }]] as const) {
+  test(`resume after a crash at row group ${at.rowGroup}, row ${at.row}: from that row group, no duplicate, no gap`, async () => {
+    const env = { HTTP_FILE_CHECKPOINT_EVERY: String(every) };
+    const path = `/big-${at.rowGroup}-${at.row}.parquet`;
+    const url = server.url(path);
     const crashed = await run([openRequest({ url })], {
       env,
       // The first checkpoint starts the file; then one per row group.
@@ -242,19 +249,20 @@ describe('source-http-file: Parquet', () => {
     const committed = crashed.lines.slice(0, lastCp + 1);
     const state = applyCheckpoints({}, committed.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
     const binding = (state['bindingStateV1'] as JsonObject)['data'] as JsonObject;
-    assert.equal(binding['records'], 3 * BIG_GROUP);
-    assert.deepEqual(binding['parquet'], { rowGroup: 3, row: 0 });
+    assert.equal(binding['records'], records);
+    assert.deepEqual(binding['parquet'], at);
     const before = server.requests.length;
     const resumed = await run([openRequest({ url }, state)], { env });
     assert.equal(resumed.code, 0, resumed.stderr);
-    assert.match(resumed.stderr, /resuming the Parquet file at row group 3, row 0 \(document 6144\)/);
-    // Row groups 0–2 are not fetched again: every range starts at or after row group 3's first byte.
+    assert.ok(resumed.stderr.includes(`resuming the Parquet file at row group ${at.rowGroup}, row ${at.row} (document ${records})`), resumed.stderr);
+    // The row groups before are not fetched again: every range starts at or after that row group's first byte.
     const buf = readFileSync(`${dir}/big.parquet`);
     const meta = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length) as ArrayBuffer);
-    const rg3 = Number(meta.row_groups[3]?.columns[0]?.meta_data?.dictionary_page_offset ?? meta.row_groups[3]?.columns[0]?.meta_data?.data_page_offset);
-    for (const r of server.requests.slice(before).filter((q) => q.method === 'GET')) {
+    const col = meta.row_groups[at.rowGroup]?.columns[0]?.meta_data;
+    const groupStart = Number(col?.dictionary_page_offset ?? col?.data_page_offset);
+    for (const r of server.requests.slice(before).filter((q) => q.method === 'GET' && q.path === path)) {
       const from = Number(/^bytes=(\d+)-/.exec(r.headers.range ?? '')?.[1] ?? 0);
-      assert.ok(from >= rg3, `range ${r.headers.range} starts before row group 3 (${rg3})`);
+      assert.ok(from >= groupStart, `range ${r.headers.range} starts before row group ${at.rowGroup} (${groupStart})`);
     }
     const all = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => (l['captured'] as JsonObject)['doc'] as JsonObject);
     assert.deepEqual(all.map((d) => (d['_meta'] as JsonObject)['offset']), Array.from({ length: BIG_ROWS }, (_, i) => i));
@@ -264,6 +272,7 @@ describe('source-http-file: Parquet', () => {
     // Upstream's finished sweep; the row-group position is a mid-file extra only.
     assert.deepEqual(done, { minBound: '2015-10-21T07:28:00Z', path: '', records: 0, complete: false });
   });
+  }
 
   test('bad input: a corrupt footer is a clear error', async () => {
     const p = await run([openRequest({ url: server.url('/corrupt.parquet') })]);
