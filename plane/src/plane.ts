@@ -5,6 +5,7 @@
 // to load, build or test is recorded as such and the running tasks are left as they were.
 import type { CaptureSpec, JsonObject, MaterializationSpec } from '@sluice/runtime';
 import { applyCapture, applyMaterialization, buildCapture, buildMaterialization } from './build/build.ts';
+import type { IncompatibleOutcome } from './build/build.ts';
 import { loadCatalog } from './catalog/load.ts';
 import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef } from './catalog/types.ts';
 import { publishedSpecsOf } from './control/publish.ts';
@@ -114,7 +115,13 @@ export class LocalPlane {
     for (const [i, r] of built.entries()) {
       if (r.status === 'rejected') errors.push({ detail: (r.reason as Error).message, catalog_name: order[i]! });
       else if (r.value.kind === 'capture') captures.push(r.value.built as BuiltCapture);
-      else materializations.push(r.value.built as BuiltMaterialization);
+      else {
+        // onIncompatibleSchemaChange (build.ts): what was done is logged; disableTask leaves the task out.
+        const m = r.value.built as BuiltMaterialization & Partial<{ incompatible: IncompatibleOutcome }>;
+        for (const note of m.incompatible?.notes ?? []) log(`${m.def.name}: ${note}`);
+        if (m.incompatible?.disabledTask !== undefined) log(`${m.def.name}: not run: ${m.incompatible.disabledTask}`);
+        else materializations.push(m);
+      }
     }
     const tests = errors.length ? [] : [...catalog.tests.values()].map((t) => runCatalogTest(catalog, t));
     const result: JobStatusType = errors.length ? 'buildFailed' : tests.some((t) => !t.passing) ? 'testFailed' : 'success';

@@ -87,10 +87,18 @@ export async function applyCapture(built: BuiltCapture, opts: Pick<BuildOptions,
   return String(applied.actionDescription ?? '');
 }
 
-export async function buildMaterialization(catalog: Catalog, def: MaterializationDef, opts: BuildOptions): Promise<BuiltMaterialization & { actionDescription: string }> {
+/** What a materialization build did about incompatible schema changes (Flow's onIncompatibleSchemaChange). */
+export interface IncompatibleOutcome {
+  /** One line per binding acted on, e.g. `binding 0 (acme/things): backfilled (backfill 1 → 2): field "n" …`. */
+  notes: string[];
+  /** Set when the action was disableTask: the materialization must not run (the reason). */
+  disabledTask?: string;
+}
+
+export async function buildMaterialization(catalog: Catalog, def: MaterializationDef, opts: BuildOptions): Promise<BuiltMaterialization & { actionDescription: string; incompatible: IncompatibleOutcome }> {
   const errors: string[] = [];
-  const active = def.bindings.filter((b) => !b.disable);
-  const collections = active.map((b, i) => {
+  // Checked before the connector runs; validateAndSelect reads the collections again for the bindings it builds.
+  def.bindings.filter((b) => !b.disable).forEach((b, i) => {
     const c = catalog.collections.get(b.source);
     if (c === undefined) errors.push(`materialization "${def.name}" binding ${i}: source collection "${b.source}" is not defined in the catalog`);
     for (const field of [...Object.keys(b.partitions.include), ...Object.keys(b.partitions.exclude)]) {
@@ -109,9 +117,67 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
     if (ticks.notBefore !== undefined && ticks.notAfter !== undefined && ticks.notBefore > ticks.notAfter) {
       errors.push(`materialization "${def.name}" binding ${i}: source.notBefore (${b.notBefore}) is after source.notAfter (${b.notAfter}), so no document could be materialized; swap or widen them`);
     }
-    return c;
   });
   if (errors.length) throw new BuildError(errors);
+  // Backfills this plane made on its own (onIncompatibleSchemaChange: backfill) carry over to later builds
+  // while it runs: a binding never goes back to a state key it left.
+  let current: MaterializationDef = {
+    ...def,
+    bindings: def.bindings.map((b) => {
+      const prior = opts.last?.bindings?.find((lb) => JSON.stringify(lb.resourceConfig) === JSON.stringify(b.resource));
+      return prior?.backfill !== undefined && prior.backfill > b.backfill ? { ...b, backfill: prior.backfill } : b;
+    }),
+  };
+  const incompatible: IncompatibleOutcome = { notes: [] };
+  for (let round = 0; ; round++) {
+    const attempt = await validateAndSelect(current, collectionsOf(catalog, current), opts);
+    if (attempt.incompatible.length === 0 || round > 0) {
+      if (attempt.errors.length) throw new BuildError(attempt.errors);
+      const spec: MaterializationSpec = { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings: attempt.bindings };
+      const built = { def: current, spec, actionDescription: '', incompatible };
+      if (opts.apply) built.actionDescription = await applyMaterialization(built, opts);
+      return built;
+    }
+    // Flow's meaning: the binding's action, else the materialization's, else backfill.
+    const next = current.bindings.map((b) => ({ ...b }));
+    const abort: string[] = [];
+    for (const inc of attempt.incompatible) {
+      const b = next[inc.index]!;
+      const action = b.onIncompatibleSchemaChange ?? def.onIncompatibleSchemaChange ?? 'backfill';
+      const what = `binding ${inc.index} (${b.source}): ${inc.reasons.join('; ')}`;
+      if (action === 'abort') abort.push(`${what} (onIncompatibleSchemaChange: abort)`);
+      else if (action === 'disableTask') incompatible.disabledTask = `${what} (onIncompatibleSchemaChange: disableTask)`;
+      else if (action === 'disableBinding') {
+        b.disable = true;
+        incompatible.notes.push(`${what}: binding disabled (onIncompatibleSchemaChange: disableBinding)`);
+      } else {
+        b.backfill += 1;
+        incompatible.notes.push(`${what}: backfilled, backfill ${b.backfill - 1} → ${b.backfill} (onIncompatibleSchemaChange: backfill; raise the binding's backfill in the catalog to ${b.backfill} to keep it across restarts of the plane)`);
+      }
+    }
+    const other = attempt.errors.filter((e) => !attempt.incompatible.some((inc) => inc.errors.includes(e)));
+    if (abort.length || other.length) {
+      throw new BuildError([...other, ...abort.map((a) => `materialization "${def.name}" ${a}: increment the binding's backfill to re-create it, or choose another onIncompatibleSchemaChange`)]);
+    }
+    if (incompatible.disabledTask !== undefined) {
+      return { def, spec: { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings: [] }, actionDescription: '', incompatible };
+    }
+    current = { ...current, bindings: next };
+  }
+}
+
+function collectionsOf(catalog: Catalog, def: MaterializationDef) {
+  return def.bindings.filter((b) => !b.disable).map((b) => catalog.collections.get(b.source)!);
+}
+
+interface Incompatible { index: number; reasons: string[]; errors: string[] }
+
+/** Runs the connector's validate and field selection for `def`'s active bindings. */
+async function validateAndSelect(def: MaterializationDef, collections: ReturnType<typeof collectionsOf>, opts: BuildOptions): Promise<{ bindings: MaterializationBindingSpec[]; errors: string[]; incompatible: Incompatible[] }> {
+  const errors: string[] = [];
+  const incompatible: Incompatible[] = [];
+  const activeIndex = def.bindings.flatMap((b, i) => (b.disable ? [] : [i]));
+  const active = activeIndex.map((i) => def.bindings[i]!);
   const config = endpointConfig(def.endpoint);
   const connectorType = connectorTypeOf(def.endpoint);
   const validated = await unary(opts.launcher.materialize(def.endpoint, def.name), {
@@ -136,6 +202,19 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
       collection, fields: b.fields, constraints: v.constraints ?? {}, deltaUpdates,
     });
     errors.push(...fieldErrors);
+    // A field the endpoint can no longer take (a connector says this of fields it already holds, e.g. a column
+    // whose type changed), unless the author excluded it: an incompatible schema change, as in Flow.
+    const unsatisfiable = Object.entries(v.constraints ?? {})
+      .filter(([f, c]) => (c.type === 'UNSATISFIABLE' || c.type === 'INCOMPATIBLE') && !b.fields.exclude.includes(f))
+      .map(([f]) => f);
+    const onlyThose = fieldErrors.every((e) => unsatisfiable.some((f) => e.includes(`field "${f}" is incompatible`)));
+    if (unsatisfiable.length > 0 && onlyThose) {
+      incompatible.push({
+        index: activeIndex[i]!,
+        reasons: unsatisfiable.map((f) => `field "${f}" is incompatible with the destination: ${v.constraints?.[f]?.reason ?? 'unsatisfiable'}`),
+        errors: fieldErrors,
+      });
+    }
     const resourcePath = v.resourcePath ?? [];
     const stateKey = stateKeyOf(resourcePath, b.backfill);
     const spec: MaterializationBindingSpec = {
@@ -150,11 +229,7 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
     if (b.notAfter !== undefined) spec.notAfter = b.notAfter;
     return spec;
   });
-  if (errors.length) throw new BuildError(errors);
-  const spec: MaterializationSpec = { name: def.name, connectorType, config, bindings };
-  const built = { def, spec, actionDescription: '' };
-  if (opts.apply) built.actionDescription = await applyMaterialization(built, opts);
-  return built;
+  return { bindings, errors, incompatible };
 }
 
 /** Runs the connector's apply for a built materialization; returns its action description. */

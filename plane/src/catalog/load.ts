@@ -5,9 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { closestName } from '@sluice/runtime';
 import type { CollectionSpec, JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import type {
-  CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, PartitionSelectorDef, TestDef, TestStep,
+  CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, OnIncompatibleSchemaChange, PartitionSelectorDef, TestDef, TestStep,
 } from './types.ts';
 import { createAjv } from './ajv.ts';
 import type { ErrorObject } from './ajv.ts';
@@ -16,7 +17,9 @@ import type { CatalogProblem } from './errors.ts';
 import { buildProjections } from './projections.ts';
 import type { ExplicitProjection } from './projections.ts';
 import { SUPPORTED_STRATEGIES, valueAt } from './reduce.ts';
-import { ALL_TYPES, isObject, isSchema, locate, shapeOf } from './shape.ts';
+import { ALL_TYPES, embeddedResources, isObject, isSchema, locate, shapeOf } from './shape.ts';
+import { bundleSchemaRefs, withWriteSchemaRefs } from './schema-refs.ts';
+import type { ReadSchemaFile, SchemaRole } from './schema-refs.ts';
 import type { Shape } from './shape.ts';
 import { pointerOf, readSourceText, SourceFile, unescapePointer } from './source-file.ts';
 
@@ -212,6 +215,26 @@ class Loader {
     return { schema, src: got.src, pointer: got.pointer };
   }
 
+  /** `s` with the schema files it references embedded (bundleSchemaRefs); undefined after reporting problems. */
+  async bundleRefs(s: { schema: JsonSchema; src: SourceFile; pointer: string }, collection: string, role: SchemaRole): Promise<{ schema: JsonSchema; src: SourceFile; pointer: string } | undefined> {
+    const readFile: ReadSchemaFile = async (path) => {
+      let file = this.files.get(path);
+      if (!file) {
+        try {
+          file = SourceFile.parse(path, await readSourceText(path));
+        } catch (err) {
+          if (!(err instanceof CatalogError)) throw err;
+          return { error: err.problems.map((p) => p.message.replace(/^cannot read catalog: /, `cannot read ${path}: `)).join('; ') };
+        }
+        this.files.set(path, file);
+      }
+      return { value: file.value };
+    };
+    const bundled = await bundleSchemaRefs(s.schema, s.src.path, role, readFile);
+    for (const p of bundled.problems) this.problem(s.src, s.pointer + p.at, `collection "${collection}": ${p.message}`);
+    return bundled.problems.length > 0 ? undefined : { ...s, schema: bundled.schema };
+  }
+
   checkSchema(s: { schema: JsonSchema; src: SourceFile; pointer: string }, collection: string): boolean {
     let ok = true;
     walkSchema(s.schema, '', (node, at) => {
@@ -250,9 +273,14 @@ class Loader {
     }
     if (this.problems.length > before) return undefined;
 
-    const write = await this.resolveSchema(e.src, at(hasSchema ? 'schema' : 'writeSchema'), raw[hasSchema ? 'schema' : 'writeSchema']!);
-    const read = hasSchema ? write : await this.resolveSchema(e.src, at('readSchema'), raw.readSchema!);
-    if (!write || !read) return undefined;
+    const writeRaw = await this.resolveSchema(e.src, at(hasSchema ? 'schema' : 'writeSchema'), raw[hasSchema ? 'schema' : 'writeSchema']!);
+    const readRaw = hasSchema ? writeRaw : await this.resolveSchema(e.src, at('readSchema'), raw.readSchema!);
+    if (!writeRaw || !readRaw) return undefined;
+    // Schema files referenced by $ref are embedded; flow:// references in the read schema resolve (schema-refs.ts).
+    const write = await this.bundleRefs(writeRaw, e.name, hasSchema ? 'schema' : 'writeSchema');
+    const readBundled = hasSchema ? write : await this.bundleRefs(readRaw, e.name, 'readSchema');
+    if (!write || !readBundled) return undefined;
+    const read = hasSchema ? write : { ...readBundled, schema: withWriteSchemaRefs(readBundled.schema, write.schema) };
     if (!this.checkSchema(write, e.name) || (read !== write && !this.checkSchema(read, e.name))) return undefined;
 
     const writeSchema = withMeta(write.schema);
@@ -425,12 +453,15 @@ class Loader {
         source, resource: b.resource as JsonObject, partitions, fields,
         disable: b.disable === true, backfill: typeof b.backfill === 'number' ? b.backfill : 0,
       };
+      if (typeof b.onIncompatibleSchemaChange === 'string') binding.onIncompatibleSchemaChange = b.onIncompatibleSchemaChange as OnIncompatibleSchemaChange;
       if (srcObj && typeof srcObj.notBefore === 'string') binding.notBefore = srcObj.notBefore;
       if (srcObj && typeof srcObj.notAfter === 'string') binding.notAfter = srcObj.notAfter;
       bindings.push(binding);
     }
     if (this.problems.length > before || !endpoint) return undefined;
-    return { name: e.name, endpoint, bindings, disabled: isObject(raw.shards) && raw.shards.disable === true, source: { file: e.src.path, pointer: e.pointer } };
+    const def: MaterializationDef = { name: e.name, endpoint, bindings, disabled: isObject(raw.shards) && raw.shards.disable === true, source: { file: e.src.path, pointer: e.pointer } };
+    if (typeof raw.onIncompatibleSchemaChange === 'string') def.onIncompatibleSchemaChange = raw.onIncompatibleSchemaChange as OnIncompatibleSchemaChange;
+    return def;
   }
 
   async buildTest(e: Entry): Promise<TestDef | undefined> {
@@ -522,13 +553,30 @@ export function schemaDefects(schema: JsonSchema): { at: string; message: string
         out.push({ at: where, message: `pattern ${JSON.stringify(p)} is not a valid regular expression: ${(err as Error).message}` });
       }
     }
-    if (typeof node.$ref === 'string' && node.$ref.startsWith('#') && !hasAnchorOrPointer(schema, node.$ref)) {
+    if (typeof node.$ref === 'string' && node.$ref.startsWith('#') && !hasAnchorOrPointer(resourceAt(schema, at), node.$ref)) {
       out.push({ at: `${at}/$ref`, message: `can't resolve reference ${node.$ref}` });
+    } else if (typeof node.$ref === 'string' && !node.$ref.startsWith('#')) {
+      const hash = node.$ref.indexOf('#');
+      const resource = embeddedResources(schema).get(hash < 0 ? node.$ref : node.$ref.slice(0, hash));
+      if (resource === undefined || (hash >= 0 && !hasAnchorOrPointer(resource, node.$ref.slice(hash)))) {
+        out.push({ at: `${at}/$ref`, message: `can't resolve reference ${node.$ref}` });
+      }
     }
   });
   if (defectsByText.size > 10_000) defectsByText.clear();
   defectsByText.set(text, out);
   return out;
+}
+
+/** The schema resource a pointer into `schema` is in: an embedded one (`$defs` entry with `$id`), or `schema`. */
+function resourceAt(schema: JsonSchema, at: string): JsonSchema {
+  const m = /^\/(\$defs|definitions)\/([^/]+)/.exec(at);
+  if (m && isObject(schema)) {
+    const defs = schema[m[1]!];
+    const d = isObject(defs) ? defs[unescapePointer(m[2]!)] : undefined;
+    if (isObject(d) && typeof d.$id === 'string') return d;
+  }
+  return schema;
 }
 
 function hasAnchorOrPointer(schema: JsonSchema, ref: string): boolean {
@@ -659,7 +707,13 @@ function schemaProblems(errors: ErrorObject[]): SchemaProblem[] {
       p = { pointer: e.instancePath, key: false, message: `missing required property "${String(e.params.missingProperty)}"` };
     } else if (e.keyword === 'additionalProperties') {
       const allowed = Object.keys(((e.parentSchema as JsonObject | undefined)?.properties as JsonObject | undefined) ?? {});
-      p = { pointer: `${e.instancePath}${pointerOf(String(e.params.additionalProperty))}`, key: true, message: `unknown property "${String(e.params.additionalProperty)}"; expected one of: ${allowed.join(', ')}` };
+      const name = String(e.params.additionalProperty);
+      const near = closestName(name, allowed);
+      p = { pointer: `${e.instancePath}${pointerOf(name)}`, key: true, message: `unknown property ${quoted(name)}; ${near !== undefined ? `did you mean "${near}"? (expected one of: ${allowed.join(', ')})` : `expected one of: ${allowed.join(', ')}`}` };
+    } else if (e.keyword === 'enum') {
+      const allowed = (e.params.allowedValues as JsonValue[] | undefined) ?? [];
+      const near = typeof e.data === 'string' ? closestName(e.data, allowed.filter((x): x is string => typeof x === 'string')) : undefined;
+      p = { pointer: e.instancePath, key: false, message: `${quoted(e.data)} is not one of ${allowed.map((x) => quoted(x)).join(', ')}${near !== undefined ? `; did you mean "${near}"?` : ''}` };
     } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'Catalog name') {
       p = { pointer: e.instancePath, key: false, message: `${quoted(e.data)} is not a valid catalog name: names are ${NAME_RULE}` };
     } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'JSON pointer') {

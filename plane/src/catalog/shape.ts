@@ -102,11 +102,16 @@ export function shapeOf(schema: JsonSchema, root: JsonSchema = schema, depth = 0
   if (isObject(s.properties)) {
     for (const [name, sub] of Object.entries(s.properties)) {
       if (!isSchema(sub)) continue;
-      shape.properties.set(name, { shape: shapeOf(sub, root, depth + 1, resources), required: required.has(name) });
+      // Siblings of a $ref (2019-09+) apply together with it: intersect with what the reference said.
+      const own = shapeOf(sub, root, depth + 1, resources);
+      const prev = shape.properties.get(name);
+      shape.properties.set(name, { shape: prev ? intersect(prev.shape, own) : own, required: required.has(name) || prev?.required === true });
     }
   }
   for (const name of required) {
-    if (!shape.properties.has(name)) shape.properties.set(name, { shape: anyShape(), required: true });
+    const prev = shape.properties.get(name);
+    if (!prev) shape.properties.set(name, { shape: anyShape(), required: true });
+    else prev.required = true;
   }
   if (isSchema(s.additionalProperties)) shape.additional = shapeOf(s.additionalProperties, root, depth + 1, resources);
   if (isObject(s.patternProperties) && Object.keys(s.patternProperties).length > 0 && shape.additional && shape.additional.types.size === 0) {

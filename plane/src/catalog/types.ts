@@ -44,9 +44,14 @@ export interface FieldsDef {
   exclude: string[];
 }
 
+/** Flow's `onIncompatibleSchemaChange`: what a publication does when a binding's schema change is incompatible. */
+export type OnIncompatibleSchemaChange = 'backfill' | 'disableBinding' | 'disableTask' | 'abort';
+
 export interface MaterializationDef {
   name: string;
   endpoint: EndpointRef;
+  /** Materialization-wide action (Flow's default: backfill); a binding's own wins. */
+  onIncompatibleSchemaChange?: OnIncompatibleSchemaChange;
   bindings: {
     source: string;
     resource: JsonObject;
@@ -54,6 +59,7 @@ export interface MaterializationDef {
     fields: FieldsDef;
     disable: boolean;
     backfill: number;
+    onIncompatibleSchemaChange?: OnIncompatibleSchemaChange;
     /** `source: {name, notBefore, notAfter}`: only documents published in this window (RFC 3339). */
     notBefore?: string;
     notAfter?: string;

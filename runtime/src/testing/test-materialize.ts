@@ -9,6 +9,7 @@ import type { TupleValue } from '../protocol/tuple.ts';
 export interface TestMaterializeConfig {
   prefix: string;
   failOn?: 'open' | 'load' | 'store' | 'commit';
+  unsatisfiable?: string[];
 }
 
 export interface TestMaterializeResource {
@@ -23,6 +24,10 @@ export const testMaterializeConfigSchema: JsonObject = {
     prefix: { type: 'string', title: 'Prefix', description: 'Prefix of table names.', default: '' },
     password: { type: 'string', title: 'Password', description: 'Unused; a secret for tests.', secret: true },
     failOn: { type: 'string', title: 'Fail on', description: 'Fail at this step.', enum: ['open', 'load', 'store', 'commit'], advanced: true },
+    unsatisfiable: {
+      type: 'array', items: { type: 'string' }, advanced: true, title: 'Unsatisfiable fields',
+      description: 'Fields validate reports UNSATISFIABLE (an incompatible schema change) unless the binding is backfilled.',
+    },
   },
   additionalProperties: false,
 };
@@ -55,12 +60,15 @@ export function createTestMaterialize(): MaterializeConnector<TestMaterializeCon
 
     async validate({ config, bindings }) {
       return bindings.map((b) => {
-        const constraints: Record<string, { type: 'LOCATION_REQUIRED' | 'FIELD_OPTIONAL'; reason?: string }> = {};
+        const constraints: Record<string, { type: 'LOCATION_REQUIRED' | 'FIELD_OPTIONAL' | 'UNSATISFIABLE'; reason?: string }> = {};
         for (const p of b.collection.projections ?? []) {
           const isKey = p.ptr !== undefined && (b.collection.key ?? []).includes(p.ptr);
           constraints[p.field] = isKey || p.ptr === undefined
             ? { type: 'LOCATION_REQUIRED', reason: isKey ? 'Keys are required' : 'The document is stored' }
             : { type: 'FIELD_OPTIONAL' };
+          if ((config.unsatisfiable ?? []).includes(p.field) && b.backfill === 0) {
+            constraints[p.field] = { type: 'UNSATISFIABLE', reason: `the column for "${p.field}" cannot hold its new type; backfill to re-create the table` };
+          }
         }
         return { resourcePath: [config.prefix + b.resource.table], constraints, ...(b.resource.delta ? { deltaUpdates: true } : {}) };
       });
