@@ -75,7 +75,7 @@ export class LocalPlane {
 
   /** The /ingest HTTP handler over this plane's store and current collections. */
   ingestHandler() {
-    return createIngestHandler({ store: () => this.store, writers: () => this.writers });
+    return createIngestHandler({ store: () => this.store, writers: () => this.writers, ...(this.options.log ? { log: this.options.log } : {}) });
   }
 
   /** Publishes the catalog file; concurrent calls run one after another. */
