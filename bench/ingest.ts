@@ -13,7 +13,7 @@ import { parseArgs } from 'node:util';
 import type { CollectionSpec } from '@sluice/runtime';
 import { createIngestHandler, notFound } from '../plane/src/ingest/ingest.ts';
 import { JournalStore } from '../plane/src/journals/store.ts';
-import { UuidProducer } from '../plane/src/journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../plane/src/journals/validator.ts';
 import { CollectionWriters } from '../plane/src/journals/writer.ts';
 

@@ -13,7 +13,7 @@ import type { ControlRecorder, JobStatusType } from './control/recorder.ts';
 import { hashSpec } from './control/store.ts';
 import { createIngestHandler } from './ingest/ingest.ts';
 import { JournalStore } from './journals/store.ts';
-import { UuidProducer } from './journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from './journals/validator.ts';
 import { CollectionWriters } from './journals/writer.ts';
 import { runCaptureSession } from './tasks/capture.ts';

@@ -7,7 +7,7 @@ import {
 } from '@sluice/runtime';
 import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef, PartitionSelectorDef } from '../catalog/types.ts';
 import { encodePartitionValue } from '../journals/names.ts';
-import { timestampTicks } from '../journals/uuid.ts';
+import { timestampTicks } from '@sluice/runtime';
 import { connectorTypeOf, endpointConfig, unary, type Launcher } from '../tasks/launcher.ts';
 import { PARTITION_LABEL_PREFIX } from '../tasks/materialize.ts';
 import { selectFields } from './field-selection.ts';

@@ -2,10 +2,9 @@
 // supports two strategies: `lastWriteWins` (the default: the later document replaces the earlier one at
 // that location) and `merge` (objects merge member by member, each member reduced by its own strategy;
 // arrays merge item by item). Other strategies are rejected when the catalog loads (see load.ts).
-import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
+import { resolvePointer, type JsonObject, type JsonSchema, type JsonValue } from '@sluice/runtime';
 import { anyShape, isObject, shapeOf } from './shape.ts';
 import type { Shape } from './shape.ts';
-import { unescapePointer } from './source-file.ts';
 
 export const SUPPORTED_STRATEGIES = ['lastWriteWins', 'merge'] as const;
 
@@ -42,17 +41,9 @@ export function combineByKey(schema: JsonSchema, key: string[], docs: JsonObject
   return [...groups.values()] as JsonObject[];
 }
 
-/** The value at a JSON pointer, or undefined when absent. */
+/** The value at a JSON pointer, or undefined when absent (the runtime's one resolver). */
 export function valueAt(doc: JsonValue, ptr: string): JsonValue | undefined {
-  if (ptr === '') return doc;
-  let cur: JsonValue | undefined = doc;
-  for (const seg of ptr.slice(1).split('/').map(unescapePointer)) {
-    if (isObject(cur)) cur = cur[seg];
-    else if (Array.isArray(cur)) cur = cur[Number(seg)];
-    else return undefined;
-    if (cur === undefined) return undefined;
-  }
-  return cur;
+  return resolvePointer(doc, ptr);
 }
 
 function reduceAt(shape: Shape, lhs: JsonValue, rhs: JsonValue): JsonValue {
@@ -73,4 +64,9 @@ function reduceAt(shape: Shape, lhs: JsonValue, rhs: JsonValue): JsonValue {
   }
   // Merging values of different kinds (or scalars): the later one wins.
   return structuredClone(rhs);
+}
+
+/** True when the schema reduces every location last-write-wins (no `merge`): a later document replaces the whole. */
+export function isLastWriteWins(schema: JsonSchema): boolean {
+  return (shapeOf(schema).reduce ?? 'lastWriteWins') !== 'merge';
 }

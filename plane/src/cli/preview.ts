@@ -13,7 +13,7 @@ import { applyCapture, applyMaterialization, buildCapture, buildMaterialization 
 import { loadCatalog } from '../catalog/load.ts';
 import type { Catalog } from '../catalog/types.ts';
 import { JournalStore } from '../journals/store.ts';
-import { UuidProducer } from '../journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../journals/validator.ts';
 import { CollectionWriters, DocumentError } from '../journals/writer.ts';
 import { runCaptureSession } from '../tasks/capture.ts';

@@ -11,7 +11,7 @@ export function encodePartitionValue(value: JsonValue | undefined): string {
   if (value === null || value === undefined) return '%_null';
   if (value === true) return '%_true';
   if (value === false) return '%_false';
-  if (typeof value === 'number') return String(value);
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
   if (typeof value === 'string') {
     if (SAFE.test(value)) return value;
     // Keep the unreserved set of RFC 3986 plus a few path-safe characters; escape the rest.

@@ -1,7 +1,11 @@
 // Collections as append-only journals in one SQLite database (node:sqlite, WAL) under the data dir.
 // Each document is one JSON line; a journal's offsets are the running sum of the bytes written
-// (line + "\n"), as in Gazette. One commit, spanning any number of journals plus task state, is one
-// database transaction (BEGIN IMMEDIATE … COMMIT), so readers never see part of a commit.
+// (line + "\n"), as in Gazette. A commit writes each journal's new lines as fragments: BLOBs of
+// consecutive lines (up to FRAGMENT_BYTES each) with their begin and end offsets, so a 500k-document
+// capture is ~100 rows rather than 500k, and the file holds the documents' bytes plus little more.
+// One commit, spanning any number of journals plus task state, is one database transaction
+// (BEGIN IMMEDIATE … COMMIT), so readers never see part of a commit and kill -9 loses or repeats nothing.
+// Reads by offset range find the fragment holding the offset (an index on (journal, begin)).
 //
 // The coordination header returned with a commit ("SQLite" in ingest responses) is derived as:
 //   cluster_id  a random uint64 chosen when the store file is created (persisted)
@@ -53,29 +57,34 @@ export interface JournalTx {
   setState(key: string, value: JsonValue | undefined): void;
 }
 
-interface JournalRow { id: number; head: number }
+interface JournalRow { id: number; head: number; lines: string[]; bytes: number; begin: number }
+
+/** Most bytes of one fragment row (a commit writes a journal's lines as one or more fragments). */
+export const FRAGMENT_BYTES = 4 * 1024 * 1024;
 
 export class JournalStore {
   readonly file: string;
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertDoc' | 'readDocs' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'readFragments' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
 
   private constructor(file: string, options: { synchronous: 'FULL' | 'NORMAL' }) {
     this.file = file;
     this.#db = new DatabaseSync(file, { timeout: 10_000 });
-    this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.synchronous}; PRAGMA foreign_keys = ON;`);
+    // journal_size_limit: the WAL is truncated back after a checkpoint (a large commit would leave it large).
+    this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.synchronous}; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
     this.#db.exec(`
       CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS journals (
         id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, collection TEXT NOT NULL,
         labels TEXT NOT NULL, head INTEGER NOT NULL DEFAULT 0);
       CREATE INDEX IF NOT EXISTS journals_by_collection ON journals (collection);
-      CREATE TABLE IF NOT EXISTS docs (
-        journal INTEGER NOT NULL REFERENCES journals (id), begin_offset INTEGER NOT NULL,
-        end_offset INTEGER NOT NULL, doc TEXT NOT NULL, PRIMARY KEY (journal, begin_offset)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS fragments (
+        id INTEGER PRIMARY KEY, journal INTEGER NOT NULL REFERENCES journals (id),
+        begin_offset INTEGER NOT NULL, end_offset INTEGER NOT NULL, data BLOB NOT NULL);
+      CREATE UNIQUE INDEX IF NOT EXISTS fragments_by_offset ON fragments (journal, begin_offset);
       CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
     `);
     const s = (sql: string) => this.#db.prepare(sql);
@@ -83,9 +92,9 @@ export class JournalStore {
       journalByName: s('SELECT id, head FROM journals WHERE name = ?'),
       insertJournal: s('INSERT INTO journals (name, collection, labels, head) VALUES (?, ?, ?, 0) RETURNING id'),
       setHead: s('UPDATE journals SET head = ? WHERE id = ?'),
-      insertDoc: s('INSERT INTO docs (journal, begin_offset, end_offset, doc) VALUES (?, ?, ?, ?)'),
-      readDocs: s(`SELECT d.begin_offset AS b, d.end_offset AS e, d.doc AS j FROM docs d JOIN journals j ON j.id = d.journal
-                   WHERE j.name = ? AND d.begin_offset >= ? ORDER BY d.begin_offset LIMIT ?`),
+      insertFragment: s('INSERT INTO fragments (journal, begin_offset, end_offset, data) VALUES (?, ?, ?, ?)'),
+      readFragments: s(`SELECT f.begin_offset AS b, f.end_offset AS e, f.data AS d FROM fragments f JOIN journals j ON j.id = f.journal
+                   WHERE j.name = ? AND f.end_offset > ? ORDER BY f.begin_offset LIMIT 4`),
       getState: s('SELECT value FROM states WHERE key = ?'),
       setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       deleteState: s('DELETE FROM states WHERE key = ?'),
@@ -94,6 +103,7 @@ export class JournalStore {
       listJournals: s('SELECT name, collection, labels, head FROM journals ORDER BY name'),
       headOf: s('SELECT head FROM journals WHERE name = ?'),
     };
+    this.#migrateDocRows();
     this.#write(() => {
       if (this.#meta('cluster_id') === undefined) this.#setMeta('cluster_id', randomBytes(8).readBigUInt64BE().toString());
       this.#setMeta('raft_term', String(Number(this.#meta('raft_term') ?? '0') + 1));
@@ -126,19 +136,31 @@ export class JournalStore {
   commit(fn: (tx: JournalTx) => void): CommitResult {
     this.#assertOpen();
     const touched = new Map<string, JournalRow>();
+    const flush = (row: JournalRow) => {
+      if (row.lines.length === 0) return;
+      row.lines.push('');
+      this.#stmts.insertFragment.run(row.id, row.begin, row.head, Buffer.from(row.lines.join('\n'), 'utf8'));
+      row.lines = [];
+      row.bytes = 0;
+      row.begin = row.head;
+    };
     const result = this.#write(() => {
       const tx: JournalTx = {
         append: (journal, collection, labels, json) => {
           let row = touched.get(journal);
           if (row === undefined) {
             const found = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
-            row = found ?? { id: Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id), head: 0 };
+            const id = found?.id ?? Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id);
+            const head = found?.head ?? 0;
+            row = { id, head, lines: [], bytes: 0, begin: head };
             touched.set(journal, row);
           }
-          const end = row.head + Buffer.byteLength(json, 'utf8') + 1;
-          this.#stmts.insertDoc.run(row.id, row.head, end, json);
-          row.head = end;
-          return end;
+          const n = Buffer.byteLength(json, 'utf8') + 1;
+          if (row.bytes > 0 && row.bytes + n > FRAGMENT_BYTES) flush(row);
+          row.lines.push(json);
+          row.bytes += n;
+          row.head += n;
+          return row.head;
         },
         setState: (key, value) => {
           if (value === undefined) this.#stmts.deleteState.run(key);
@@ -148,6 +170,7 @@ export class JournalStore {
       fn(tx);
       const offsets: Record<string, number> = {};
       for (const [name, row] of touched) {
+        flush(row);
         this.#stmts.setHead.run(row.head, row.id);
         offsets[name] = row.head;
       }
@@ -176,11 +199,33 @@ export class JournalStore {
       .map((r) => ({ name: r.name, collection: r.collection, labels: JSON.parse(r.labels) as PartitionLabels, head: r.head }));
   }
 
-  /** Up to `limit` committed documents of `journal` starting at byte offset `from`. */
-  read(journal: string, from: number, limit = 1000): JournalDoc[] {
+  /**
+   * Committed documents of `journal` from byte offset `from` (a document boundary): up to `limit`
+   * documents, and stopping after the one that reaches `maxBytes` past `from`.
+   */
+  read(journal: string, from: number, limit = 1000, maxBytes = Number.MAX_SAFE_INTEGER): JournalDoc[] {
     this.#assertOpen();
-    const rows = this.#stmts.readDocs.all(journal, from, limit) as { b: number; e: number; j: string }[];
-    return rows.map((r) => ({ begin: r.b, end: r.e, json: r.j }));
+    const out: JournalDoc[] = [];
+    let offset = from;
+    while (out.length < limit && offset - from < maxBytes) {
+      const rows = this.#stmts.readFragments.all(journal, offset) as { b: number; e: number; d: Uint8Array }[];
+      if (rows.length === 0) break;
+      for (const r of rows) {
+        const data = Buffer.from(r.d.buffer, r.d.byteOffset, r.d.byteLength);
+        let i = offset - r.b;
+        if (i < 0 || i >= data.length) throw new Error(`journal ${journal}: offset ${offset} is not in its fragment [${r.b}, ${r.e})`);
+        while (i < data.length && out.length < limit && offset - from < maxBytes) {
+          const nl = data.indexOf(10, i);
+          if (nl === -1) throw new Error(`journal ${journal}: the fragment [${r.b}, ${r.e}) does not end with a newline`);
+          const end = r.b + nl + 1;
+          out.push({ begin: offset, end, json: data.toString('utf8', i, nl) });
+          offset = end;
+          i = nl + 1;
+        }
+        if (out.length >= limit || offset - from >= maxBytes) break;
+      }
+    }
+    return out;
   }
 
   /**
@@ -240,6 +285,32 @@ export class JournalStore {
     if (this.#closed) return;
     this.#closed = true;
     this.#db.close();
+  }
+
+  /** Data dirs written before fragments held one row per document (table `docs`): moved into fragments once. */
+  #migrateDocRows(): void {
+    const old = this.#db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'docs'").get();
+    if (old === undefined) return;
+    this.#write(() => {
+      const rows = this.#db.prepare('SELECT journal, begin_offset AS b, end_offset AS e, doc FROM docs ORDER BY journal, begin_offset').iterate() as Iterable<{ journal: number; b: number; e: number; doc: string }>;
+      let current: { journal: number; begin: number; end: number; lines: string[]; bytes: number } | undefined;
+      const flush = () => {
+        if (current === undefined || current.lines.length === 0) return;
+        current.lines.push('');
+        this.#stmts.insertFragment.run(current.journal, current.begin, current.end, Buffer.from(current.lines.join('\n'), 'utf8'));
+      };
+      for (const r of rows) {
+        if (current === undefined || current.journal !== r.journal || current.end !== r.b || current.bytes >= FRAGMENT_BYTES) {
+          flush();
+          current = { journal: r.journal, begin: r.b, end: r.b, lines: [], bytes: 0 };
+        }
+        current.lines.push(r.doc);
+        current.bytes += r.e - r.b;
+        current.end = r.e;
+      }
+      flush();
+      this.#db.exec('DROP TABLE docs');
+    });
   }
 
   #assertOpen(): void {

@@ -1,11 +1,15 @@
-// Turns documents of one collection into journal appends: validate against the write schema, stamp
-// `/_meta/uuid` (the collection's uuidPtr), route to the logical-partition journal, serialize.
-// Used by the ingester and by capture tasks, so both write exactly the same bytes.
-import { SluiceError, type CollectionSpec, type JsonObject, type JsonValue } from '@sluice/runtime';
+// The one place where a document enters a collection (capture tasks, preview fixtures, the ingester):
+// validate it against the write schema, route it to its logical-partition journal, and stamp
+// `/_meta/uuid` (the collection's uuidPtr) into its TEXT — spliced into the bytes the connector or
+// client sent, not cloned and re-serialised — so the journal holds the document's own bytes, integers
+// beyond ±2^53 included. prepareText() takes text (and the value already parsed from it, if any);
+// prepare() takes a value (serialised once, bigints exactly).
+import {
+  SluiceError, hasLongDigits, spliceMember, parseDocument, parsePointer, resolvePointer, setPointer, stringifyDocument, withoutBigints,
+  type CollectionSpec, type JsonObject, type JsonValue, type UuidProducer,
+} from '@sluice/runtime';
 import { encodePartitionValue, journalName, type PartitionLabels } from './names.ts';
-import { resolvePointer, setPointer } from './pointer.ts';
 import type { JournalTx } from './store.ts';
-import type { UuidProducer } from './uuid.ts';
 import type { SchemaValidators } from './validator.ts';
 
 /** A document failed validation (or had no usable partition value). */
@@ -29,12 +33,16 @@ export class CollectionWriter {
   readonly #uuids: UuidProducer;
   readonly #partitions: { field: string; ptr: string }[];
   readonly #uuidPtr: string;
+  /** `[parent, name]` of a two-token uuidPtr (spliced into the text); else undefined (set on a copy). */
+  readonly #uuidSplice: [string, string] | undefined;
 
   constructor(collection: CollectionSpec, validators: SchemaValidators, uuids: UuidProducer) {
     this.collection = collection;
     this.#validate = validators.get(collection.writeSchema ?? true);
     this.#uuids = uuids;
     this.#uuidPtr = collection.uuidPtr ?? '/_meta/uuid';
+    const tokens = parsePointer(this.#uuidPtr);
+    this.#uuidSplice = tokens.length === 2 ? [tokens[0]!, tokens[1]!] : undefined;
     this.#partitions = (collection.partitionFields ?? []).map((field) => {
       const p = collection.projections?.find((x) => x.field === field);
       if (p?.ptr === undefined) throw new DocumentError(collection.name, `collection "${collection.name}": partition field "${field}" has no projection`);
@@ -43,19 +51,53 @@ export class CollectionWriter {
   }
 
   /**
-   * Validates `doc` and prepares its journal line. Throws a DocumentError whose message is
-   * `<where>: <schema error>`; the caller prefixes what identifies the document.
+   * Validates a document given as a value and prepares its journal line (serialising it once; bigints
+   * are written exactly). Throws a DocumentError whose message is `<where>: <schema error>`; the caller
+   * prefixes what identifies the document.
    */
   prepare(doc: JsonValue): PreparedDoc {
+    let text: string;
+    try {
+      text = JSON.stringify(doc);
+    } catch (err) {
+      if (!(err instanceof TypeError)) throw err;
+      return this.prepareText(stringifyDocument(doc), withoutBigints(doc));
+    }
+    return this.prepareText(text, doc);
+  }
+
+  /**
+   * Validates a document given as its JSON text (one line: no raw newline) and prepares its journal
+   * line: the same text with the UUID spliced in. `parsed` is the text already parsed by the caller
+   * (plain JSON.parse is fine: validation and routing read it; integers beyond ±2^53 are read exactly
+   * from the text where they route); it is parsed here otherwise. Throws DocumentError as prepare().
+   */
+  prepareText(text: string, parsed?: JsonValue): PreparedDoc {
+    let doc: JsonValue;
+    if (parsed !== undefined) {
+      doc = parsed;
+    } else {
+      try {
+        doc = JSON.parse(text) as JsonValue;
+      } catch (err) {
+        throw new DocumentError(this.collection.name, `not valid JSON: ${(err as Error).message}`);
+      }
+    }
     if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) {
       throw new DocumentError(this.collection.name, `expected a JSON object, got ${doc === null ? 'null' : Array.isArray(doc) ? 'an array' : typeof doc}`);
     }
     const err = this.#validate(doc);
     if (err !== null) throw new DocumentError(this.collection.name, err);
-    const labels = this.#labels(doc);
-    const stamped = structuredClone(doc) as JsonObject;
-    setPointer(stamped, this.#uuidPtr, this.#uuids.next());
-    return { journal: journalName(this.collection.name, labels), labels, json: JSON.stringify(stamped) };
+    const exact = this.#partitions.length > 0 && hasLongDigits(text) ? parseDocument(text) : doc;
+    const labels = this.#labels(exact);
+    const uuid = JSON.stringify(this.#uuids.next());
+    let json = this.#uuidSplice === undefined ? undefined : spliceMember(text, doc, this.#uuidSplice[0], this.#uuidSplice[1], uuid);
+    if (json === undefined) {
+      const stamped = structuredClone(hasLongDigits(text) ? parseDocument(text) : doc) as JsonObject;
+      setPointer(stamped, this.#uuidPtr, JSON.parse(uuid) as string);
+      json = stringifyDocument(stamped);
+    }
+    return { journal: journalName(this.collection.name, labels), labels, json };
   }
 
   /** The journal a document belongs to (throws DocumentError for a non-scalar partition value). */

@@ -10,7 +10,7 @@ import { combineByKey, valueAt } from '../catalog/reduce.ts';
 import type { Catalog, TestDef } from '../catalog/types.ts';
 import { ingestDocuments } from '../ingest/ingest.ts';
 import { JournalStore } from '../journals/store.ts';
-import { UuidProducer } from '../journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../journals/validator.ts';
 import { CollectionWriters } from '../journals/writer.ts';
 

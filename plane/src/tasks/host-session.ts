@@ -25,6 +25,7 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
   };
   return {
     send: (request) => proc.send(request as never),
+    sendLine: (line) => proc.sendLine(line),
     async recv() {
       try {
         const r = await responses.next();

@@ -1,25 +1,23 @@
-// One session of a materialization task: open the connector, then per transaction
-//   acknowledge → acknowledged → (read source journals from the checkpoint, apply partition
-//   selectors, reduce by key) → load* → flush → loaded*/flushed → store* → startCommit → startedCommit
-// and persist the runtime checkpoint (+ connector state) in one journal-store commit.
+// One session of a materialization task over the runtime's materialize driver (runtime/src/host/
+// materialize-driver.ts, which runs the protocol): this side reads the source journals from the
+// checkpoint (partition selectors, a transaction's share per source), and persists what the driver
+// hands back — the flushed state with the bindings' largest stored keys (load optimization) before any
+// store, and the runtime checkpoint with the connector's state in one journal-store commit.
 //
 // Exactly once: a connector that keeps the checkpoint in its destination (returned in
 // `opened.runtimeCheckpoint`) is authoritative and its checkpoint is used; otherwise the plane's own
 // checkpoint, committed with the connector's `startedCommit.state`, is used (recovery-log pattern).
 import {
-  ProtocolError, type ConnectorState, type JsonObject, type JsonValue, type MaterializationSpec,
-  type MaterializeRequest, type MaterializeResponse, type RuntimeCheckpoint,
+  type ConnectorState, type JsonObject, type JsonValue, type MaterializationSpec,
+  type MaterializeRequest, type MaterializeResponse, type RuntimeCheckpoint, resolvePointer, timestampTicks, uuidTicks,
 } from '@sluice/runtime';
-import { createReducer, type Reducer } from '../catalog/reduce.ts';
+import { runMaterializeDriver, type SourceDocument } from '@sluice/runtime/host';
+import { createReducer, isLastWriteWins, type Reducer } from '../catalog/reduce.ts';
 import type { JournalInfo, JournalStore } from '../journals/store.ts';
 import { encodePartitionValue } from '../journals/names.ts';
-import { resolvePointer } from '../journals/pointer.ts';
-import { timestampTicks, uuidTicks } from '../journals/uuid.ts';
-import { createPacker, type Packer } from './pack.ts';
 import type { ConnectorSession } from './session.ts';
 import { applyStateUpdate as applyState } from '@sluice/runtime';
 
-export const FULL_RANGE = { keyEnd: 4294967295, rClockEnd: 4294967295 };
 export const PARTITION_LABEL_PREFIX = 'estuary.dev/field/';
 
 export function checkpointKey(task: string): string { return `materialize/${task}/checkpoint`; }
@@ -60,11 +58,9 @@ interface BindingPlan {
   index: number;
   collection: string;
   suffix: string;
-  delta: boolean;
   reducer: Reducer;
-  packer: Packer;
-  keyPtrs: string[];
-  hasDocument: boolean;
+  /** No `merge` anywhere in the schema: a later document replaces the earlier one whole. */
+  lastWriteWins: boolean;
   selects: (j: JournalInfo) => boolean;
   /** `notBefore`/`notAfter` as UUID clocks: documents published outside the window are skipped. */
   window?: { uuidPtr: string; notBefore?: bigint; notAfter?: bigint };
@@ -107,43 +103,46 @@ export function journalSelector(spec: MaterializationSpec['bindings'] extends (i
   };
 }
 
-async function expect<V extends string>(session: ConnectorSession<MaterializeRequest, MaterializeResponse>, variant: V, name: string): Promise<JsonObject> {
-  const res = await session.recv();
-  if (res === undefined) throw new ProtocolError(`${name}: connector exited while the runtime expected "${variant}"`);
-  const [got] = Object.keys(res);
-  if (got !== variant) throw new ProtocolError(`${name}: connector sent "${String(got)}" while the runtime expected "${variant}"`);
-  return ((res as unknown as Record<string, JsonObject>)[variant]) ?? {};
-}
+/** Per binding (by index) the persisted largest stored key, base64; see runtime/host materialize-driver. */
+export function maxKeysKey(task: string): string { return `materialize/${task}/maxKeys`; }
+
+/** Source documents per transaction (Flow closes a transaction by time and size; the plane by both counts). */
+const DEFAULT_TXN_DOCS = 50_000;
+const DEFAULT_TXN_BYTES = 16 * 1024 * 1024;
 
 export async function runMaterializeSession(opts: MaterializeSessionOptions): Promise<void> {
   const { name, spec, store, session, signal } = opts;
-  const maxTxnDocs = opts.maxTxnDocs ?? 5000;
+  const maxTxnDocs = opts.maxTxnDocs ?? DEFAULT_TXN_DOCS;
   const bindings: BindingPlan[] = (spec.bindings ?? []).map((b, index) => {
-    const selection = b.fieldSelection ?? {};
+    const schema = b.collection.readSchema ?? b.collection.writeSchema ?? true;
     const plan: BindingPlan = {
       index,
       collection: b.collection.name,
       suffix: b.journalReadSuffix ?? `materialize/${name}/${(b.resourcePath ?? [String(index)]).map(encodeURIComponent).join('%2F')}`,
-      delta: b.deltaUpdates === true,
-      reducer: createReducer(b.collection.readSchema ?? b.collection.writeSchema ?? true),
-      packer: createPacker(b.collection, selection),
-      keyPtrs: b.collection.key ?? [],
-      hasDocument: selection.document !== undefined,
+      reducer: createReducer(schema),
+      lastWriteWins: isLastWriteWins(schema),
       selects: journalSelector(b),
     };
     const window = publicationWindow(b);
     if (window) plan.window = window;
     return plan;
   });
-
+  // The driver decides loads by the binding's journal read suffix: give it the one the plane reads with.
+  const driverSpec: MaterializationSpec = { ...spec, bindings: (spec.bindings ?? []).map((b, i) => ({ ...b, journalReadSuffix: bindings[i]!.suffix })) };
   let connectorState = (store.getState(connectorStateKey(name)) ?? {}) as JsonValue;
-  await session.send({ open: { materialization: spec, version: opts.version, range: FULL_RANGE, state: connectorState as JsonObject } });
-  const opened = await expect(session, 'opened', name);
-  const authoritative = opened.runtimeCheckpoint as RuntimeCheckpoint | undefined;
-  const checkpoint: RuntimeCheckpoint = structuredClone(authoritative ?? (store.getState(checkpointKey(name)) as RuntimeCheckpoint | undefined) ?? {});
-  const sources = ((checkpoint.sources ?? {}) as Record<string, { readThrough?: string | number }>);
-  opts.onOpened?.();
+  const persistedMax = store.getState(maxKeysKey(name));
+  const maxKeys = bindings.map((_, i) => {
+    const v = Array.isArray(persistedMax) ? persistedMax[i] : undefined;
+    return typeof v === 'string' ? Buffer.from(v, 'base64') : undefined;
+  });
+  const applyConnectorState = (s: ConnectorState | undefined) => {
+    if (s?.updated === undefined) return undefined;
+    connectorState = applyState(connectorState, s);
+    opts.onState?.(s);
+    return connectorState;
+  };
 
+  let sources: Record<string, { readThrough?: string | number }> = {};
   const cursors = new Map<string, Cursor>();
   const refreshCursors = () => {
     for (const b of bindings) {
@@ -154,122 +153,80 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
       }
     }
   };
-  const setState = (update: JsonObject | undefined) => {
-    const s = update as ConnectorState | undefined;
-    if (s?.updated === undefined) return undefined;
-    connectorState = applyState(connectorState, s);
-    opts.onState?.(s);
-    return connectorState;
-  };
 
-  while (true) {
-    await session.send({ acknowledge: {} });
-    const acked = await expect(session, 'acknowledged', name);
-    const afterAck = setState(acked.state as JsonObject | undefined);
-    if (afterAck !== undefined) store.setState(connectorStateKey(name), afterAck);
-
-    // Wait for documents (or end the session once caught up / aborted).
-    let batch: { cursor: Cursor; docs: ReturnType<JournalStore['read']> }[] = [];
-    while (true) {
-      if (signal.aborted) return await session.close();
-      refreshCursors();
-      batch = [];
-      // Share the transaction between sources, so no binding or partition starves another.
-      let budget = maxTxnDocs;
-      const share = Math.max(100, Math.ceil(maxTxnDocs / Math.max(1, cursors.size)));
-      for (const c of cursors.values()) {
-        if (budget <= 0) break;
-        const docs = store.read(c.journal, c.offset, Math.min(share, budget));
-        if (docs.length > 0) {
-          batch.push({ cursor: c, docs });
-          budget -= docs.length;
+  await runMaterializeDriver({
+    name, spec: driverSpec, version: opts.version, session, state: connectorState as JsonObject,
+    checkpoint: (store.getState(checkpointKey(name)) as RuntimeCheckpoint | undefined) ?? {},
+    maxKeys,
+    bindingOptions: (i) => {
+      const b = bindings[i]!;
+      return { ...(b.lastWriteWins ? {} : { reduce: (l: JsonValue, r: JsonValue) => b.reducer.reduce(l, r) }), ...(b.window ? { window: b.window } : {}) };
+    },
+    onOpened: ({ checkpoint }) => {
+      sources = structuredClone((checkpoint.sources ?? {}) as Record<string, { readThrough?: string | number }>);
+      opts.onOpened?.();
+    },
+    onAcknowledged: (s) => {
+      const next = applyConnectorState(s);
+      if (next !== undefined) store.setState(connectorStateKey(name), next);
+    },
+    nextTransaction: async () => {
+      // Wait for documents (or end the session once caught up / aborted).
+      while (true) {
+        if (signal.aborted) return undefined;
+        refreshCursors();
+        const docs: SourceDocument[] = [];
+        const read: { cursor: Cursor; end: number }[] = [];
+        // Share the transaction between sources, so no binding or partition starves another.
+        let budget = maxTxnDocs;
+        let bytes = DEFAULT_TXN_BYTES;
+        const share = Math.max(1000, Math.ceil(maxTxnDocs / Math.max(1, cursors.size)));
+        for (const c of cursors.values()) {
+          if (budget <= 0 || bytes <= 0) break;
+          const got = store.read(c.journal, c.offset, Math.min(share, budget), bytes);
+          if (got.length === 0) continue;
+          for (const d of got) docs.push({ binding: c.binding, text: d.json });
+          budget -= got.length;
+          const end = got[got.length - 1]!.end;
+          bytes -= end - c.offset;
+          read.push({ cursor: c, end });
         }
+        if (read.length > 0) {
+          for (const { cursor, end } of read) cursor.offset = end;
+          const next: Record<string, JsonValue> = { ...(sources as Record<string, JsonValue>) };
+          for (const c of cursors.values()) next[c.key] = { readThrough: String(c.offset) };
+          sources = next as typeof sources;
+          return { docs, checkpoint: { sources: next, ackIntents: {} } };
+        }
+        if (opts.nextBatch) {
+          if (await opts.nextBatch()) continue;
+          return undefined;
+        }
+        if (opts.untilCaughtUp) return undefined;
+        await store.waitForCommit(signal, 500);
       }
-      if (batch.length > 0) break;
-      if (opts.nextBatch) {
-        if (await opts.nextBatch()) continue;
-        return await session.close();
-      }
-      if (opts.untilCaughtUp) return await session.close();
-      await store.waitForCommit(signal, 500);
-    }
-
-    // Reduce by key per binding.
-    const combined = bindings.map(() => new Map<string, JsonValue>());
-    const stats = bindings.map((b) => ({ collection: b.collection, docsRead: 0, bytesRead: 0, stored: 0 }));
-    for (const { cursor, docs } of batch) {
-      const b = bindings[cursor.binding]!;
-      const m = combined[cursor.binding]!;
-      for (const d of docs) {
-        const doc = JSON.parse(d.json) as JsonValue;
-        // Outside the binding's notBefore/notAfter window: read past (the checkpoint advances), not materialized.
-        if (b.window && !inWindow(b.window, doc)) continue;
-        const k = b.packer.key(doc);
-        const prev = m.get(k);
-        m.set(k, prev === undefined ? doc : b.reducer.reduce(prev, doc));
-        stats[cursor.binding]!.docsRead++;
-        stats[cursor.binding]!.bytesRead += d.end - d.begin;
-      }
-    }
-
-    // Load existing documents of standard-updates bindings.
-    const loaded = bindings.map(() => new Map<string, JsonValue>());
-    for (const b of bindings) {
-      if (b.delta) continue;
-      for (const k of combined[b.index]!.keys()) await session.send({ load: b.index === 0 ? { keyPacked: k } : { binding: b.index, keyPacked: k } });
-    }
-    await session.send({ flush: {} });
-    while (true) {
-      const res = await session.recv();
-      if (res === undefined) throw new ProtocolError(`${name}: connector exited while the runtime expected "loaded" or "flushed"`);
-      if ('loaded' in res) {
-        const index = res.loaded.binding ?? 0;
-        const b = bindings[index];
-        if (b === undefined) throw new ProtocolError(`${name}: connector sent "loaded" for binding ${index}, which does not exist`);
-        const k = b.packer.key(res.loaded.doc);
-        if (!combined[index]!.has(k)) throw new ProtocolError(`${name}: connector sent "loaded" for a key of binding ${index} that was not loaded`);
-        loaded[index]!.set(k, res.loaded.doc);
-        continue;
-      }
-      if ('flushed' in res) {
-        const s = setState(res.flushed.state as JsonObject | undefined);
-        if (s !== undefined) store.setState(connectorStateKey(name), s);
-        break;
-      }
-      throw new ProtocolError(`${name}: connector sent "${Object.keys(res)[0]}" while the runtime expected "loaded" or "flushed"`);
-    }
-
-    // Store reduced documents.
-    for (const b of bindings) {
-      for (const [k, doc] of combined[b.index]!) {
-        const prior = loaded[b.index]!.get(k);
-        const full = prior === undefined ? doc : b.reducer.reduce(prior, doc);
-        const store: Record<string, JsonValue> = { keyPacked: k, valuesPacked: b.packer.values(full) };
-        if (b.index !== 0) store.binding = b.index;
-        if (b.hasDocument) store.doc = full;
-        if (prior !== undefined) store.exists = true;
-        await session.send({ store } as MaterializeRequest);
-        stats[b.index]!.stored++;
-      }
-    }
-
-    for (const { cursor, docs } of batch) cursor.offset = docs[docs.length - 1]!.end;
-    const nextSources: Record<string, JsonValue> = { ...(sources as Record<string, JsonValue>) };
-    for (const c of cursors.values()) nextSources[c.key] = { readThrough: String(c.offset) };
-    Object.assign(sources, nextSources);
-    const runtimeCheckpoint: RuntimeCheckpoint = { sources: nextSources, ackIntents: {} };
-    await session.send({ startCommit: { runtimeCheckpoint } });
-    const started = await expect(session, 'startedCommit', name);
-    const afterCommit = setState(started.state as JsonObject | undefined);
-    store.commit((tx) => {
-      tx.setState(checkpointKey(name), runtimeCheckpoint);
-      if (afterCommit !== undefined) tx.setState(connectorStateKey(name), afterCommit);
-    });
-    opts.onTransaction?.({
-      docsRead: stats.reduce((a, s) => a + s.docsRead, 0),
-      bytesRead: stats.reduce((a, s) => a + s.bytesRead, 0),
-      stored: stats.reduce((a, s) => a + s.stored, 0),
-      perBinding: stats,
-    });
-  }
+    },
+    onFlushed: (s, keys) => {
+      const next = applyConnectorState(s);
+      if (next === undefined && keys === undefined) return;
+      store.commit((tx) => {
+        if (next !== undefined) tx.setState(connectorStateKey(name), next);
+        if (keys !== undefined) tx.setState(maxKeysKey(name), keys.map((k) => k.toString('base64')));
+      });
+    },
+    onStartedCommit: (checkpoint, s, stats) => {
+      const afterCommit = applyConnectorState(s);
+      store.commit((tx) => {
+        tx.setState(checkpointKey(name), checkpoint);
+        if (afterCommit !== undefined) tx.setState(connectorStateKey(name), afterCommit);
+      });
+      const perBinding = stats.perBinding.map((b, i) => ({ collection: bindings[i]!.collection, docsRead: b.docsRead, bytesRead: b.bytesRead, stored: b.stored }));
+      opts.onTransaction?.({
+        docsRead: perBinding.reduce((a, s) => a + s.docsRead, 0),
+        bytesRead: perBinding.reduce((a, s) => a + s.bytesRead, 0),
+        stored: perBinding.reduce((a, s) => a + s.stored, 0),
+        perBinding,
+      });
+    },
+  });
 }

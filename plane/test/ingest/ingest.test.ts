@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { createIngestHandler, notFound, type IngestLimits } from '../../src/ingest/ingest.ts';
 import { JournalStore } from '../../src/journals/store.ts';
-import { UuidProducer, uuidTime } from '../../src/journals/uuid.ts';
+import { UuidProducer, uuidTime } from '@sluice/runtime';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { CollectionWriters } from '../../src/journals/writer.ts';
 import { collection, tempDir } from '../journals/helpers.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { JournalStore, headerJson } from '../../src/journals/store.ts';
 import { journalName, encodePartitionValue, decodePartitionValue } from '../../src/journals/names.ts';
-import { UuidProducer, uuidTime } from '../../src/journals/uuid.ts';
+import { UuidProducer, uuidTime } from '@sluice/runtime';
 import { tempDir } from './helpers.ts';
 
 test('journal names: unpartitioned, partitioned with sorted labels, encoded values', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { JournalStore } from '../../src/journals/store.ts';
-import { UuidProducer } from '../../src/journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { captureStateKey, runCaptureSession } from '../../src/tasks/capture.ts';
 import { Launcher } from '../../src/tasks/launcher.ts';

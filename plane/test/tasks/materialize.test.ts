@@ -7,7 +7,7 @@ import { loadCatalog } from '../../src/catalog/index.ts';
 import { buildMaterialization } from '../../src/build/build.ts';
 import { ingestDocuments } from '../../src/ingest/ingest.ts';
 import { JournalStore } from '../../src/journals/store.ts';
-import { UuidProducer } from '../../src/journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { CollectionWriters } from '../../src/journals/writer.ts';
 import { Launcher } from '../../src/tasks/launcher.ts';

@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import type { CaptureSpec, MaterializationSpec } from '@sluice/runtime';
 import { ingestDocuments } from '../../src/ingest/ingest.ts';
 import { JournalStore } from '../../src/journals/store.ts';
-import { UuidProducer } from '../../src/journals/uuid.ts';
+import { UuidProducer } from '@sluice/runtime';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { CollectionWriters } from '../../src/journals/writer.ts';
 import { LocalPlane } from '../../src/plane.ts';

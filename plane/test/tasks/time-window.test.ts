@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { loadCatalog } from '../../src/catalog/load.ts';
-import { UuidProducer, timestampTicks, uuidTicks } from '../../src/journals/uuid.ts';
+import { UuidProducer, timestampTicks, uuidTicks } from '@sluice/runtime';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { CollectionWriter } from '../../src/journals/writer.ts';
 import { LocalPlane } from '../../src/plane.ts';

@@ -3,7 +3,7 @@
 // stderr logs, and surface a failed exit as ConnectorExitError carrying the last stderr line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { ConnectorExitError, ProtocolError } from '../errors.ts';
-import { type Envelope, MessageWriter, readEnvelopes } from '../protocol/framing.ts';
+import { type Envelope, MessageWriter, rawBodyMemberText, readEnvelopes } from '../protocol/framing.ts';
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
@@ -13,6 +13,25 @@ export const CAPTURE_RESPONSES = ['spec', 'discovered', 'validated', 'applied', 
 export const MATERIALIZE_RESPONSES = ['spec', 'validated', 'applied', 'opened', 'acknowledged', 'loaded', 'flushed', 'startedCommit'] as const;
 
 export type Protocol = 'capture' | 'materialize';
+
+/**
+ * On a `captured` or `loaded` body: the document's JSON text exactly as the connector wrote it (the
+ * parsed `doc` rounds integers beyond ±2^53; parse this text with parseDocument to keep them).
+ */
+export const DOC_TEXT: unique symbol = Symbol('sluice.docText');
+/** On every response object: its line as the connector wrote it (what `sluice raw` prints). */
+export const LINE_TEXT: unique symbol = Symbol('sluice.lineText');
+
+/** The connector's own text of a `captured`/`loaded` body's document (serialised from `doc` if unknown). */
+export function docTextOf(body: object): string {
+  const text = (body as { [DOC_TEXT]?: string })[DOC_TEXT];
+  return text ?? JSON.stringify((body as { doc?: unknown }).doc ?? null);
+}
+
+/** The line a response was read from (serialised if unknown). */
+export function lineTextOf(response: object): string {
+  return (response as { [LINE_TEXT]?: string })[LINE_TEXT] ?? JSON.stringify(response);
+}
 
 /** A connector run as a plain process. */
 export interface ProcessTarget {
@@ -230,8 +249,21 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     });
   }
 
+  /**
+   * Writes one already-serialised request line (ending with `\n`) through the coalescing buffer, as the
+   * hot requests (`load`, `store`) go: many lines per pipe write. Ordered with send().
+   */
+  sendLine(line: string): Promise<void> {
+    return this.writer.writeDocumentLine(line).catch((err: unknown) => {
+      if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
+      throw new ProtocolError(`${this.name}: cannot write to the connector's stdin: ${(err as Error).message}`, { cause: err });
+    });
+  }
+
   /** Closes the connector's stdin (end of input). */
   endInput(): void {
+    // Lines still in the coalescing buffer go first.
+    if (!this.child.stdin!.writableEnded) this.writer.writeLine('').catch(() => undefined);
     this.child.stdin!.end();
   }
 
@@ -256,7 +288,15 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
         }
         if (next.done === true) break;
         const envelope = next.value;
-        yield { [envelope.variant]: envelope.body } as unknown as ResponseOf<P>;
+        const response = { [envelope.variant]: envelope.body };
+        if (envelope.text !== undefined) {
+          Object.defineProperty(response, LINE_TEXT, { value: envelope.text });
+          if (envelope.variant === 'captured' || envelope.variant === 'loaded') {
+            const text = envelope.raw?.member === 'doc' ? envelope.raw.text : rawBodyMemberText(envelope.text, envelope.variant, 'doc');
+            if (text !== undefined) Object.defineProperty(envelope.body, DOC_TEXT, { value: text });
+          }
+        }
+        yield response as unknown as ResponseOf<P>;
       }
     } catch (err) {
       if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });

@@ -10,6 +10,7 @@ const GREGORIAN_OFFSET = 122192928000000000n;
 export class UuidProducer {
   readonly producer: Uint8Array;
   #last = 0n;
+  #node: string | undefined;
 
   constructor(producer?: Uint8Array) {
     const p = producer ?? randomBytes(6);
@@ -28,7 +29,7 @@ export class UuidProducer {
     const timeMid = (ticks >> 32n) & 0xffffn;
     const timeHi = ((ticks >> 48n) & 0x0fffn) | 0x1000n;
     const hex = (v: bigint, n: number) => v.toString(16).padStart(n, '0');
-    const node = Buffer.from(this.producer).toString('hex');
+    const node = this.#node ??= Buffer.from(this.producer).toString('hex');
     // Clock sequence holds Flow's flags; 0x8000 is the RFC 4122 variant with no flags set.
     return `${hex(timeLow, 8)}-${hex(timeMid, 4)}-${hex(timeHi, 4)}-8000-${node}`;
   }

@@ -1,0 +1,287 @@
+// The one host-side driver of the materialize protocol (flow-protocol.md §3.4), used by the plane's
+// tasks, `sluice preview` and `sluice raw materialize` alike:
+//
+//   open → opened; per transaction: acknowledge → (combine the transaction's documents by key) → load*
+//   → acknowledged → flush → loaded* → flushed → store* → startCommit → startedCommit.
+//
+// The next transaction's documents are read and combined (and its loads sent) while the connector
+// commits the previous one: `acknowledge` goes out right after `startedCommit`, and only `flush` waits
+// for `acknowledged`, as Flow's runtime pipelines.
+//
+// Documents arrive as JSON text and are parsed once (parseDocument: integers beyond ±2^53 exact); a
+// document that no reduction changed is stored as its own text. Keys are packed from that one parse.
+// Load optimization as Flow's runtime: a binding remembers the largest key it ever stored (persisted
+// by the caller with the flushed state, before any store); a key above it cannot exist, so it is not
+// loaded and is stored with `exists: false` — unless the connector opened with
+// `disableLoadOptimization`. Deletions (`_meta/op = "d"`) are stored with `delete: true`; the
+// connector's hardDelete setting decides what that does.
+import { ProtocolError } from '../errors.ts';
+import { FULL_RANGE, parseDocument, pointerResolver, stringifyDocument } from '../protocol/documents.ts';
+import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
+import { createPacker, type Packer } from '../protocol/pack.ts';
+import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec, RuntimeCheckpoint } from '../protocol/specs.ts';
+import { uuidTicks } from '../protocol/uuid.ts';
+import { DOC_TEXT } from './connector-process.ts';
+
+/** What a driver needs from a running connector. */
+export interface DriverSession<Req, Res> {
+  /** Writes one request (awaits backpressure). */
+  send(request: Req): Promise<void>;
+  /** Writes one serialised request line (ending with `\n`), coalesced with its neighbours. */
+  sendLine(line: string): Promise<void>;
+  /** The next response; undefined once the connector has exited cleanly. Rejects when it failed. */
+  recv(): Promise<Res | undefined>;
+  /** Closes the connector's stdin and waits for its exit; rejects if it failed. */
+  close(): Promise<void>;
+  kill(): void;
+}
+
+/** One source document of a transaction: its binding and its JSON text (one line of a journal). */
+export interface SourceDocument {
+  binding: number;
+  text: string;
+}
+
+/** A transaction's input: its documents (in order) and the runtime checkpoint once they are committed. */
+export interface TransactionInput {
+  docs: Iterable<SourceDocument>;
+  checkpoint: RuntimeCheckpoint;
+}
+
+/** Reduces `rhs` onto `lhs` (lhs came first); inputs are not modified. */
+export type ReduceFn = (lhs: JsonValue, rhs: JsonValue) => JsonValue;
+
+export interface DriverBindingOptions {
+  /** The collection's reduction, or undefined when it is last-write-wins at the root (the document is replaced). */
+  reduce?: ReduceFn;
+  /** Documents published outside this window (UUID clocks) are read past, not materialized. */
+  window?: { uuidPtr: string; notBefore?: bigint; notAfter?: bigint };
+}
+
+export interface TransactionStats {
+  perBinding: { docsRead: number; bytesRead: number; stored: number; loaded: number }[];
+}
+
+export interface MaterializeDriverOptions {
+  /** Names the task in errors. */
+  name: string;
+  spec: MaterializationSpec;
+  version: string;
+  session: DriverSession<MaterializeRequest, MaterializeResponse>;
+  /** The last committed connector state. */
+  state: JsonObject;
+  /** The caller's own committed checkpoint (used unless the connector returns one in `opened`). */
+  checkpoint: RuntimeCheckpoint;
+  /** Per binding (by index): the largest key ever stored, persisted; undefined when none was persisted. */
+  maxKeys: (Buffer | undefined)[];
+  bindingOptions?: (index: number) => DriverBindingOptions;
+  /**
+   * The next transaction, given the checkpoint the last one ended at; undefined ends the session
+   * (gracefully: the pending commit is acknowledged, then stdin is closed).
+   */
+  nextTransaction: (from: RuntimeCheckpoint) => Promise<TransactionInput | undefined>;
+  /** After `opened`, with the checkpoint the session resumes from. */
+  onOpened?: (opened: { checkpoint: RuntimeCheckpoint; authoritative: boolean; disableLoadOptimization: boolean }) => void | Promise<void>;
+  /** Every response as received (sluice raw prints them). */
+  onResponse?: (response: MaterializeResponse) => void;
+  /** `acknowledged.state` (non-transactional). */
+  onAcknowledged?: (state: ConnectorState) => void | Promise<void>;
+  /**
+   * After `flushed`, before any store: persist the flushed state and, when they moved (else undefined),
+   * every binding's largest key durably (a key stored after this may exist in the destination).
+   */
+  onFlushed?: (state: ConnectorState | undefined, maxKeys: Buffer[] | undefined) => void | Promise<void>;
+  /** After `startedCommit`: persist the checkpoint with the connector's state, atomically. */
+  onStartedCommit?: (checkpoint: RuntimeCheckpoint, state: ConnectorState | undefined, stats: TransactionStats) => void | Promise<void>;
+}
+
+/** A binding's max key when it is in the checkpoint but none was persisted: larger than any tuple (Flow: 0xff). */
+export const MAX_KEY_UNKNOWN = Buffer.from([0xff]);
+
+interface Entry {
+  keyPacked: string;
+  value: JsonValue;
+  /** The document's own text, while no reduction changed it. */
+  text: string | undefined;
+  loaded: boolean;
+}
+
+interface Plan {
+  index: number;
+  packer: Packer;
+  delta: boolean;
+  hasDocument: boolean;
+  reduce: ReduceFn | undefined;
+  window: DriverBindingOptions['window'];
+  uuidAt: ((doc: JsonValue | undefined) => JsonValue | undefined) | undefined;
+  prefix: string;
+}
+
+/** True when a document is a deletion (Flow: `_meta/op` is "d"). */
+export function isDeletion(doc: JsonValue): boolean {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return false;
+  const meta = doc['_meta'];
+  return meta !== null && typeof meta === 'object' && !Array.isArray(meta) && meta['op'] === 'd';
+}
+
+function inWindow(plan: Plan, doc: JsonValue): boolean {
+  const w = plan.window!;
+  const uuid = plan.uuidAt!(doc);
+  const ticks = typeof uuid === 'string' ? uuidTicks(uuid) : undefined;
+  if (ticks === undefined) return true;
+  return !((w.notBefore !== undefined && ticks < w.notBefore) || (w.notAfter !== undefined && ticks > w.notAfter));
+}
+
+function variantOf(res: object): string {
+  return Object.keys(res)[0] ?? '?';
+}
+
+/** Runs one materialize session until nextTransaction ends it (resolves) or something fails (rejects). */
+export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise<void> {
+  const { session, name } = o;
+  const specBindings = o.spec.bindings ?? [];
+  const plans: Plan[] = specBindings.map((b, index) => {
+    const extra = o.bindingOptions?.(index) ?? {};
+    return {
+      index,
+      packer: createPacker(b.collection, b.fieldSelection ?? {}),
+      delta: b.deltaUpdates === true,
+      hasDocument: (b.fieldSelection?.document ?? '') !== '',
+      reduce: extra.reduce,
+      window: extra.window,
+      uuidAt: extra.window ? pointerResolver(extra.window.uuidPtr) : undefined,
+      prefix: index === 0 ? '' : `"binding":${index},`,
+    };
+  });
+  const recv = async (awaiting: string): Promise<MaterializeResponse> => {
+    const res = await session.recv();
+    if (res === undefined) throw new ProtocolError(`${name}: connector exited while the runtime expected ${awaiting}`);
+    o.onResponse?.(res);
+    return res;
+  };
+  const expect = async <V extends 'opened' | 'acknowledged' | 'startedCommit'>(variant: V): Promise<JsonObject> => {
+    const res = await recv(`"${variant}"`);
+    const got = variantOf(res);
+    if (got !== variant) throw new ProtocolError(`${name}: connector sent "${got}" while the runtime expected "${variant}"`);
+    return ((res as unknown as Record<string, JsonObject>)[variant]) ?? {};
+  };
+
+  await session.send({ open: { materialization: o.spec, version: o.version, range: { ...FULL_RANGE }, state: o.state } });
+  const opened = await expect('opened');
+  const authoritative = opened['runtimeCheckpoint'] as RuntimeCheckpoint | undefined;
+  const disableLoadOptimization = opened['disableLoadOptimization'] === true;
+  let checkpoint: RuntimeCheckpoint = structuredClone(authoritative ?? o.checkpoint);
+  // A binding without a persisted max key: if it was read before (its journals are in the checkpoint)
+  // keys may exist anywhere, so everything is loaded; a new binding has stored nothing.
+  const readSuffixes = new Set(Object.keys(checkpoint.sources ?? {}).map((k) => k.split(';')[1] ?? ''));
+  const maxKeys: Buffer[] = specBindings.map((b, i) => {
+    const persisted = o.maxKeys[i];
+    if (persisted !== undefined) return persisted;
+    return b.journalReadSuffix !== undefined && readSuffixes.has(b.journalReadSuffix) ? MAX_KEY_UNKNOWN : Buffer.alloc(0);
+  });
+  await o.onOpened?.({ checkpoint, authoritative: authoritative !== undefined, disableLoadOptimization });
+
+  await session.send({ acknowledge: {} });
+  while (true) {
+    const input = await o.nextTransaction(checkpoint);
+    if (input === undefined) {
+      const acked = await expect('acknowledged');
+      if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
+      await session.close();
+      return;
+    }
+
+    // Combine by key (loads are sent as keys are first seen; the connector stages them).
+    const combined = plans.map(() => new Map<string, Entry>());
+    const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
+    const nextMax: (Buffer | undefined)[] = plans.map(() => undefined);
+    for (const d of input.docs) {
+      const plan = plans[d.binding];
+      if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${d.binding}, but the materialization has ${plans.length}`);
+      const value = parseDocument(d.text);
+      if (plan.window !== undefined && !inWindow(plan, value)) continue;
+      const s = stats.perBinding[d.binding]!;
+      s.docsRead++;
+      s.bytesRead += d.text.length + 1;
+      const keyBytes = plan.packer.keyBytes(value);
+      const keyPacked = keyBytes.toString('base64');
+      const map = combined[d.binding]!;
+      const prev = map.get(keyPacked);
+      if (prev !== undefined) {
+        if (plan.reduce === undefined) {
+          prev.value = value;
+          prev.text = d.text;
+        } else {
+          prev.value = plan.reduce(prev.value, value);
+          prev.text = undefined;
+        }
+        continue;
+      }
+      map.set(keyPacked, { keyPacked, value, text: d.text, loaded: false });
+      // Load optimization: a key above the largest ever stored cannot exist.
+      const max = maxKeys[d.binding]!;
+      let load = !plan.delta;
+      if (Buffer.compare(keyBytes, max) > 0) {
+        const nm = nextMax[d.binding];
+        if (nm === undefined || Buffer.compare(keyBytes, nm) > 0) nextMax[d.binding] = keyBytes;
+        if (!disableLoadOptimization) load = false;
+      }
+      if (load) await session.sendLine(`{"load":{${plan.prefix}"keyPacked":"${keyPacked}"}}\n`);
+    }
+
+    const acked = await expect('acknowledged');
+    if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
+    await session.send({ flush: {} });
+    let flushedState: ConnectorState | undefined;
+    while (true) {
+      const res = await recv('"loaded" or "flushed"');
+      if ('loaded' in res) {
+        const index = res.loaded.binding ?? 0;
+        const plan = plans[index];
+        if (plan === undefined) throw new ProtocolError(`${name}: connector sent "loaded" for binding ${index}, which does not exist`);
+        const text = (res.loaded as { [DOC_TEXT]?: string })[DOC_TEXT];
+        const doc = text !== undefined ? parseDocument(text) : (res.loaded.doc as JsonValue);
+        const keyPacked = plan.packer.key(doc);
+        const entry = combined[index]!.get(keyPacked);
+        if (entry === undefined) throw new ProtocolError(`${name}: connector sent "loaded" for a key of binding ${index} that was not loaded`);
+        if (entry.loaded) throw new ProtocolError(`${name}: connector sent "loaded" twice for one key of binding ${index}`);
+        entry.loaded = true;
+        stats.perBinding[index]!.loaded++;
+        if (plan.reduce !== undefined) {
+          entry.value = plan.reduce(doc, entry.value);
+          entry.text = undefined;
+        }
+        continue;
+      }
+      if ('flushed' in res) {
+        flushedState = res.flushed.state;
+        break;
+      }
+      throw new ProtocolError(`${name}: connector sent "${variantOf(res)}" while the runtime expected "loaded" or "flushed"`);
+    }
+    let moved = false;
+    for (let i = 0; i < plans.length; i++) {
+      if (nextMax[i] === undefined) continue;
+      maxKeys[i] = nextMax[i]!;
+      moved = true;
+    }
+    await o.onFlushed?.(flushedState, moved ? maxKeys : undefined);
+
+    for (const plan of plans) {
+      const s = stats.perBinding[plan.index]!;
+      for (const e of combined[plan.index]!.values()) {
+        let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${plan.packer.values(e.value)}"`;
+        if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value)}`;
+        if (e.loaded) line += ',"exists":true';
+        if (isDeletion(e.value)) line += ',"delete":true';
+        await session.sendLine(`${line}}}\n`);
+        s.stored++;
+      }
+    }
+    checkpoint = input.checkpoint;
+    await session.send({ startCommit: { runtimeCheckpoint: checkpoint } });
+    const started = await expect('startedCommit');
+    await o.onStartedCommit?.(checkpoint, started['state'] as ConnectorState | undefined, stats);
+    await session.send({ acknowledge: {} });
+  }
+}

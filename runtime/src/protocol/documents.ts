@@ -1,0 +1,228 @@
+// Documents as the host carries them: JSON text that is parsed once where it enters, with integers
+// kept exact. JSON.parse turns 9007199254740993 into 9007199254740992; Flow keeps every i64/u64.
+// A document whose text has no run of 16 or more digits cannot hold an integer beyond ±2^53 (2^53 has
+// 16 digits), so it takes plain JSON.parse (the fast path); any other is parsed with a reviver that
+// reads each unsafe integer's source text (Node 24's `context.source`) into a bigint. Serialising
+// writes bigints back as their digits (JSON.rawJSON). Values holding bigints are typed JsonValue
+// throughout (a bigint is a JSON number that JavaScript's number cannot hold).
+//
+// Also here, owned by the runtime for every host-side caller: the one JSON-pointer resolver and
+// setter, and the full key/r-clock range of a single-shard task.
+import type { JsonObject, JsonValue } from './specs.ts';
+
+/** The whole key and r-clock space: the one shard of a local task (`open.range`). */
+export const FULL_RANGE = Object.freeze({ keyEnd: 4294967295, rClockEnd: 4294967295 });
+
+/** 16+ consecutive digits: the only texts in which an integer can exceed ±2^53. */
+const LONG_DIGITS = /\d{16}/;
+
+/** True when `text` may hold an integer that JSON.parse would round. */
+export function hasLongDigits(text: string): boolean {
+  return LONG_DIGITS.test(text);
+}
+
+const INTEGER_TEXT = /^-?\d+$/;
+
+function reviveExact(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  if (typeof value === 'number' && !Number.isSafeInteger(value)) {
+    const source = context?.source;
+    if (source !== undefined && INTEGER_TEXT.test(source)) return BigInt(source);
+  }
+  return value;
+}
+
+/**
+ * Parses document text keeping integers exact: an integer beyond ±2^53 becomes a bigint. Throws
+ * SyntaxError as JSON.parse does.
+ */
+export function parseDocument(text: string): JsonValue {
+  if (!LONG_DIGITS.test(text)) return JSON.parse(text) as JsonValue;
+  return JSON.parse(text, reviveExact as (key: string, value: unknown) => unknown) as JsonValue;
+}
+
+/** Node 24's JSON.rawJSON (ES2026; not yet in TypeScript's lib): a value JSON.stringify writes as the given text. */
+const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON;
+
+function replaceBigint(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? rawJSON(value.toString()) : value;
+}
+
+/** JSON text of a document (compact), writing bigints as their exact digits. */
+export function stringifyDocument(value: JsonValue): string {
+  try {
+    return JSON.stringify(value);
+  } catch (err) {
+    // Only a bigint makes JSON.stringify of a parsed document throw; the replacer costs, so only then.
+    if (!(err instanceof TypeError)) throw err;
+    return JSON.stringify(value, replaceBigint);
+  }
+}
+
+/** True when the value holds a bigint anywhere (a document that plain JSON.stringify cannot write). */
+export function holdsBigint(value: unknown): boolean {
+  if (typeof value === 'bigint') return true;
+  if (value === null || typeof value !== 'object') return false;
+  if (Array.isArray(value)) return value.some(holdsBigint);
+  for (const k in value) if (holdsBigint((value as Record<string, unknown>)[k])) return true;
+  return false;
+}
+
+/** A copy of the value with bigints as (rounded) numbers: what JSON Schema validators can read. */
+export function withoutBigints(value: JsonValue): JsonValue {
+  if (typeof value === 'bigint') return Number(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (Array.isArray(value)) return value.map(withoutBigints);
+  const out: JsonObject = {};
+  for (const k in value) out[k] = withoutBigints(value[k]!);
+  return out;
+}
+
+// ---- JSON pointers (RFC 6901) -------------------------------------------------------------------------
+
+/** The tokens of a pointer, unescaped. Throws for a non-empty pointer without a leading "/". */
+export function parsePointer(ptr: string): string[] {
+  if (ptr === '') return [];
+  if (!ptr.startsWith('/')) throw new Error(`JSON pointer must start with "/": ${JSON.stringify(ptr)}`);
+  return ptr.slice(1).split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+}
+
+const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
+
+/** Resolves a JSON pointer in a JSON value; undefined when any step is absent. */
+export function resolvePointer(doc: JsonValue | undefined, pointer: string): JsonValue | undefined {
+  if (pointer === '') return doc;
+  if (!pointer.startsWith('/')) return undefined;
+  let node = doc;
+  for (const raw of pointer.slice(1).split('/')) {
+    const token = raw.includes('~') ? raw.replaceAll('~1', '/').replaceAll('~0', '~') : raw;
+    if (Array.isArray(node)) {
+      if (!ARRAY_INDEX.test(token)) return undefined;
+      node = node[Number(token)];
+    } else if (typeof node === 'object' && node !== null) {
+      node = Object.hasOwn(node, token) ? node[token] : undefined;
+    } else {
+      return undefined;
+    }
+    if (node === undefined) return undefined;
+  }
+  return node;
+}
+
+/** A resolver compiled once for a pointer (the hot path of key and value extraction). */
+export function pointerResolver(pointer: string): (doc: JsonValue | undefined) => JsonValue | undefined {
+  const tokens = parsePointer(pointer);
+  if (tokens.length === 1 && !ARRAY_INDEX.test(tokens[0]!)) {
+    const t = tokens[0]!;
+    return (doc) => (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && Object.hasOwn(doc, t) ? doc[t] : undefined);
+  }
+  return (doc) => resolvePointer(doc, pointer);
+}
+
+/** Sets the value at `ptr`, creating (or replacing non-object) intermediate objects. */
+export function setPointer(doc: JsonObject, ptr: string, value: JsonValue): void {
+  const tokens = parsePointer(ptr);
+  const last = tokens.pop();
+  if (last === undefined) throw new Error('cannot set the document root');
+  let cur: JsonObject = doc;
+  for (const t of tokens) {
+    const next = cur[t];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) {
+      const created: JsonObject = {};
+      cur[t] = created;
+      cur = created;
+    } else {
+      cur = next;
+    }
+  }
+  cur[last] = value;
+}
+
+// ---- Splicing a member into document text -------------------------------------------------------------
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** Index of the last non-whitespace character at or before `i`. */
+function backOverWs(text: string, i: number): number {
+  while (i >= 0 && isWs(text.charCodeAt(i))) i--;
+  return i;
+}
+
+/** `i` is at a closing quote; the index of its opening quote (quotes inside a JSON string are escaped). */
+function backOverString(text: string, i: number): number {
+  let j = i - 1;
+  while (j >= 0) {
+    const q = text.lastIndexOf('"', j);
+    if (q < 0) return -1;
+    let slashes = 0;
+    for (let k = q - 1; k >= 0 && text.charCodeAt(k) === BACKSLASH; k--) slashes++;
+    if (slashes % 2 === 0) return q;
+    j = q - 1;
+  }
+  return -1;
+}
+
+/** `i` is at the `}` closing an object: the index of its `{`, or -1. */
+function backOverObject(text: string, i: number): number {
+  let depth = 0;
+  for (let j = i; j >= 0; j--) {
+    const c = text.charCodeAt(j);
+    if (c === QUOTE) {
+      j = backOverString(text, j);
+      if (j < 0) return -1;
+    } else if (c === 0x7d || c === 0x5d) {
+      depth++;
+    } else if (c === 0x7b || c === 0x5b) {
+      if (--depth === 0) return j;
+    }
+  }
+  return -1;
+}
+
+/**
+ * `text` (valid JSON of an object whose parsed value is `doc`) with `"<name>":<valueJson>` added at
+ * `/<parent>/<name>`, when that member does not exist yet and the parent is either absent (created as
+ * `{"<name>":…}`, appended as the document's last member) or an object that is the document's LAST
+ * member (the shape connectors write `_meta` in). Returns undefined for any other shape: the caller then
+ * sets the value on a copy and serialises it. The bytes are exactly those JSON.stringify of the document
+ * with the member set would give, for compact text.
+ */
+export function spliceMember(text: string, doc: JsonObject, parent: string, name: string, valueJson: string): string | undefined {
+  const end = backOverWs(text, text.length - 1);
+  if (text.charCodeAt(end) !== 0x7d) return undefined;
+  const existing = doc[parent];
+  const member = `${JSON.stringify(name)}:${valueJson}`;
+  if (existing === undefined) {
+    const before = backOverWs(text, end - 1);
+    const empty = text.charCodeAt(before) === 0x7b;
+    return `${text.slice(0, end)}${empty ? '' : ','}${JSON.stringify(parent)}:{${member}}${text.slice(end)}`;
+  }
+  if (existing === null || typeof existing !== 'object' || Array.isArray(existing) || Object.hasOwn(existing, name)) return undefined;
+  // The document's last member must be `"<parent>": {…}`: walk back over one object value and its key.
+  const close = backOverWs(text, end - 1);
+  if (text.charCodeAt(close) !== 0x7d) return undefined;
+  const open = backOverObject(text, close);
+  if (open < 0) return undefined;
+  const colon = backOverWs(text, open - 1);
+  if (text.charCodeAt(colon) !== 0x3a) return undefined;
+  const keyEnd = backOverWs(text, colon - 1);
+  if (text.charCodeAt(keyEnd) !== QUOTE) return undefined;
+  const keyStart = backOverString(text, keyEnd);
+  if (keyStart < 0) return undefined;
+  let key: unknown;
+  try {
+    key = JSON.parse(text.slice(keyStart, keyEnd + 1));
+  } catch {
+    return undefined;
+  }
+  if (key !== parent) return undefined;
+  const sep = text.charCodeAt(backOverWs(text, keyStart - 1));
+  if (sep !== 0x2c && sep !== 0x7b) return undefined;
+  const inner = backOverWs(text, close - 1);
+  const emptyParent = inner === open;
+  return `${text.slice(0, close)}${emptyParent ? '' : ','}${member}${text.slice(close)}`;
+}

@@ -1,0 +1,67 @@
+// The one JSON → tuple packer of the host: `keyPacked` / `valuesPacked` from a document per a
+// binding's field selection. Each selected field is read at its projection's pointer; objects and
+// arrays pack as bytes holding their JSON text (as Flow's runtime does); integers beyond ±2^53 arrive
+// as bigints (documents.ts) and pack exactly; `flow_published_at` is the time of `/_meta/uuid`.
+import type { CollectionSpec, FieldSelection, JsonValue, Projection } from './specs.ts';
+import { packTuple, type TupleValue } from './tuple.ts';
+import { pointerResolver, stringifyDocument } from './documents.ts';
+import { uuidTime } from './uuid.ts';
+
+export interface Packer {
+  /** The packed key (FoundationDB tuple bytes): compared as bytes for the load optimization. */
+  keyBytes(doc: JsonValue): Buffer;
+  /** keyBytes, base64 (`keyPacked`). */
+  key(doc: JsonValue): string;
+  /** `valuesPacked`. */
+  values(doc: JsonValue): string;
+}
+
+const ENCODER = new TextEncoder();
+
+/** A document's value as a tuple element: objects and arrays as the bytes of their JSON text, as Flow packs them. */
+export function tupleValueOf(v: JsonValue | bigint | undefined): TupleValue {
+  if (v === undefined || v === null) return null;
+  const t = typeof v;
+  if (t === 'string' || t === 'boolean' || t === 'bigint') return v as TupleValue;
+  if (t === 'number') return Number.isInteger(v) && !Number.isSafeInteger(v) ? BigInt(v as number) : (v as number);
+  return ENCODER.encode(stringifyDocument(v as JsonValue));
+}
+
+function extractor(p: Projection): (doc: JsonValue) => TupleValue {
+  const ptr = p.ptr ?? '';
+  const at = pointerResolver(ptr);
+  if (p.field === 'flow_published_at' || (ptr === '/_meta/uuid' && p.inference?.string?.format === 'date-time')) {
+    return (doc) => {
+      const uuid = at(doc);
+      if (typeof uuid !== 'string') return null;
+      return uuidTime(uuid)?.toISOString() ?? null;
+    };
+  }
+  return (doc) => tupleValueOf(at(doc));
+}
+
+function toBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
+/** Fields are named by projection; a field without one is an error naming it and the collection. */
+export function createPacker(collection: CollectionSpec, selection: FieldSelection): Packer {
+  const byField = new Map((collection.projections ?? []).map((p) => [p.field, p]));
+  const get = (field: string) => {
+    const p = byField.get(field);
+    if (p === undefined) throw new Error(`field "${field}" of the field selection is not a projection of collection "${collection.name}"`);
+    return extractor(p);
+  };
+  const keys = (selection.keys ?? []).map(get);
+  const values = (selection.values ?? []).map(get);
+  const row = (fs: ((doc: JsonValue) => TupleValue)[], doc: JsonValue) => {
+    const out = new Array<TupleValue>(fs.length);
+    for (let i = 0; i < fs.length; i++) out[i] = fs[i]!(doc);
+    return out;
+  };
+  return {
+    keyBytes: (doc) => toBuffer(packTuple(row(keys, doc))),
+    key: (doc) => toBuffer(packTuple(row(keys, doc))).toString('base64'),
+    values: (doc) => toBuffer(packTuple(row(values, doc))).toString('base64'),
+  };
+}
