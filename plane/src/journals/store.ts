@@ -57,6 +57,8 @@ export interface JournalTx {
   setState(key: string, value: JsonValue | undefined): void;
 }
 
+interface Fragment { id: number; begin: number; end: number; data: Buffer }
+
 interface JournalRow { id: number; head: number; lines: string[]; bytes: number; begin: number }
 
 /** Most bytes of one fragment row (a commit writes a journal's lines as one or more fragments). */
@@ -67,8 +69,9 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'readFragments' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
+  readonly #recentFragments: Fragment[] = [];
 
   private constructor(file: string, options: { synchronous: 'FULL' | 'NORMAL' }) {
     this.file = file;
@@ -93,8 +96,7 @@ export class JournalStore {
       insertJournal: s('INSERT INTO journals (name, collection, labels, head) VALUES (?, ?, ?, 0) RETURNING id'),
       setHead: s('UPDATE journals SET head = ? WHERE id = ?'),
       insertFragment: s('INSERT INTO fragments (journal, begin_offset, end_offset, data) VALUES (?, ?, ?, ?)'),
-      readFragments: s(`SELECT f.begin_offset AS b, f.end_offset AS e, f.data AS d FROM fragments f JOIN journals j ON j.id = f.journal
-                   WHERE j.name = ? AND f.end_offset > ? ORDER BY f.begin_offset LIMIT 4`),
+      readFragment: s('SELECT begin_offset AS b, end_offset AS e, data AS d FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1'),
       getState: s('SELECT value FROM states WHERE key = ?'),
       setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       deleteState: s('DELETE FROM states WHERE key = ?'),
@@ -206,26 +208,38 @@ export class JournalStore {
   read(journal: string, from: number, limit = 1000, maxBytes = Number.MAX_SAFE_INTEGER): JournalDoc[] {
     this.#assertOpen();
     const out: JournalDoc[] = [];
+    const row = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
+    if (row === undefined) return out;
     let offset = from;
-    while (out.length < limit && offset - from < maxBytes) {
-      const rows = this.#stmts.readFragments.all(journal, offset) as { b: number; e: number; d: Uint8Array }[];
-      if (rows.length === 0) break;
-      for (const r of rows) {
-        const data = Buffer.from(r.d.buffer, r.d.byteOffset, r.d.byteLength);
-        let i = offset - r.b;
-        if (i < 0 || i >= data.length) throw new Error(`journal ${journal}: offset ${offset} is not in its fragment [${r.b}, ${r.e})`);
-        while (i < data.length && out.length < limit && offset - from < maxBytes) {
-          const nl = data.indexOf(10, i);
-          if (nl === -1) throw new Error(`journal ${journal}: the fragment [${r.b}, ${r.e}) does not end with a newline`);
-          const end = r.b + nl + 1;
-          out.push({ begin: offset, end, json: data.toString('utf8', i, nl) });
-          offset = end;
-          i = nl + 1;
-        }
-        if (out.length >= limit || offset - from >= maxBytes) break;
+    while (out.length < limit && offset - from < maxBytes && offset < row.head) {
+      const f = this.#fragmentAt(row.id, offset);
+      if (f === undefined || offset >= f.end) break;
+      const data = f.data;
+      let i = offset - f.begin;
+      while (i < data.length && out.length < limit && offset - from < maxBytes) {
+        const nl = data.indexOf(10, i);
+        if (nl === -1) throw new Error(`journal ${journal}: the fragment [${f.begin}, ${f.end}) does not end with a newline`);
+        const end = f.begin + nl + 1;
+        out.push({ begin: offset, end, json: data.toString('utf8', i, nl) });
+        offset = end;
+        i = nl + 1;
       }
     }
     return out;
+  }
+
+  /**
+   * The fragment of journal `id` holding `offset`. The last few read are kept (readers go through a
+   * fragment in steps, several journals in turn); fragments never change once committed.
+   */
+  #fragmentAt(id: number, offset: number): Fragment | undefined {
+    for (const c of this.#recentFragments) if (c.id === id && offset >= c.begin && offset < c.end) return c;
+    const r = this.#stmts.readFragment.get(id, offset) as { b: number; e: number; d: Uint8Array } | undefined;
+    if (r === undefined) return undefined;
+    const f = { id, begin: r.b, end: r.e, data: Buffer.from(r.d.buffer, r.d.byteOffset, r.d.byteLength) };
+    this.#recentFragments.unshift(f);
+    if (this.#recentFragments.length > 8) this.#recentFragments.pop();
+    return f;
   }
 
   /**

@@ -107,8 +107,8 @@ export function journalSelector(spec: MaterializationSpec['bindings'] extends (i
 export function maxKeysKey(task: string): string { return `materialize/${task}/maxKeys`; }
 
 /** Source documents per transaction (Flow closes a transaction by time and size; the plane by both counts). */
-const DEFAULT_TXN_DOCS = 50_000;
-const DEFAULT_TXN_BYTES = 16 * 1024 * 1024;
+const DEFAULT_TXN_DOCS = 20_000;
+const DEFAULT_TXN_BYTES = 8 * 1024 * 1024;
 
 export async function runMaterializeSession(opts: MaterializeSessionOptions): Promise<void> {
   const { name, spec, store, session, signal } = opts;

@@ -1,0 +1,184 @@
+// Benchmark: the pipeline every user runs. A generated CSV.gz (default 500,000 rows, 12 columns, ~77 MB
+// of CSV) served over loopback HTTP, captured by source-http-file under `sluice serve` (a real child
+// process: the bin), journaled, and materialized by materialize-sqlite into a keyed table (standard
+// updates) — timed from the serve process's start until the table holds every row. The peer, in the
+// same run on the same file: `zcat rides.csv.gz | sqlite3 out.db '.import --csv /dev/stdin rides'`.
+// A second run materializes into a delta-updates binding. The plane's peak RSS (its own process, not
+// the connectors') is read from /proc/<pid>/status (VmHWM).
+//   npx node bench/pipeline.ts [--rows N] [--only standard|delta]
+//   (--rows 6500000 ≈ 1 GB of CSV: the plane's RSS target; BENCH_CPU_PROF_DIR=dir writes the plane's V8 CPU profile)
+// Targets (issue 16): standard ≥ 0.3× the shell pipeline, delta ≥ 0.4×, plane peak RSS < 300 MB on 1 GB.
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { createGzip } from 'node:zlib';
+
+const arg = (name: string): string | undefined => {
+  const i = process.argv.indexOf(name);
+  return i > 0 ? process.argv[i + 1] : undefined;
+};
+const ROWS = Number(arg('--rows') ?? 500_000);
+const ONLY = arg('--only');
+const SLUICE = new URL('../plane/bin/sluice.ts', import.meta.url).pathname;
+const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-pipeline-'));
+const gz = join(dir, 'rides.csv.gz');
+const COLUMNS = ['ride_id', 'vehicle_id', 'rider_email', 'city', 'started_at', 'ended_at', 'distance_km', 'fare', 'tip', 'member', 'device', 'note'];
+const CITIES = ['Lisbon', 'Osaka', 'São Paulo', 'Zürich', 'New York, NY', 'Nairobi', 'Reykjavík', 'Chennai'];
+
+/** The rides file of bench/http-file.ts (same columns and values), gzip-compressed. */
+async function generate(): Promise<number> {
+  const gzip = createGzip({ level: 6 });
+  const out = gzip.pipe(createWriteStream(gz));
+  let csvBytes = 0;
+  const write = async (s: string) => {
+    csvBytes += Buffer.byteLength(s);
+    if (!gzip.write(s)) await once(gzip, 'drain');
+  };
+  await write(`${COLUMNS.join(',')}\n`);
+  let batch = '';
+  for (let i = 0; i < ROWS; i++) {
+    const start = 1_700_000_000_000 + i * 37_000;
+    const city = CITIES[i % CITIES.length]!;
+    const h = ((i * 2654435761) >>> 0).toString(16).padStart(8, '0');
+    const note = i % 11 === 0 ? '"late, but ""fine"""' : 'ok';
+    batch += `${h}-${i},${h}-4a1f-9c2e-${String(i).padStart(12, '0')},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
+      + `${new Date(start).toISOString().replace('T', ' ').slice(0, 19)},${new Date(start + 900_000).toISOString().replace('T', ' ').slice(0, 19)},`
+      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 2 ? 'android-14.2' : 'ios-17.5.1'},${note}\n`;
+    if (batch.length > 1 << 20) {
+      await write(batch);
+      batch = '';
+    }
+  }
+  await write(batch);
+  gzip.end();
+  await once(out, 'finish');
+  return csvBytes;
+}
+
+async function serveFile(): Promise<{ url: string; close: () => void }> {
+  const lastModified = new Date().toUTCString();
+  const server = http.createServer((req, res) => {
+    const size = statSync(gz).size;
+    res.writeHead(200, { 'content-length': size, 'last-modified': lastModified, 'accept-ranges': 'bytes', 'content-type': 'text/csv', 'content-encoding': 'identity' });
+    if (req.method === 'HEAD') return res.end();
+    createReadStream(gz, { highWaterMark: 64 * 1024 }).pipe(res);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rides.csv.gz`, close: () => server.close() };
+}
+
+function catalog(url: string, db: string, delta: boolean): string {
+  const props = COLUMNS.map((c) => `        ${c}: {type: string}`).join('\n');
+  return `
+collections:
+  bench/rides:
+    schema:
+      type: object
+      properties:
+${props}
+      required: [ride_id]
+    key: [/ride_id]
+captures:
+  bench/source:
+    endpoint:
+      connector:
+        image: ghcr.io/estuary/source-http-file:dev
+        config: {url: ${JSON.stringify(url)}, parser: {compression: gzip, format: {type: csv}}}
+    bindings:
+      - resource: {stream: rides}
+        target: bench/rides
+    interval: 1h
+materializations:
+  bench/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(db)}}
+    bindings:
+      - source: bench/rides
+        resource: {table: rides${delta ? ', delta_updates: true' : ''}}
+`;
+}
+
+function count(db: string): number {
+  try {
+    const d = new DatabaseSync(db, { readOnly: true, timeout: 1000 });
+    try { return Number((d.prepare('SELECT count(*) AS n FROM rides').get() as { n: number }).n); } finally { d.close(); }
+  } catch {
+    return 0;
+  }
+}
+
+function vmHwmMb(pid: number): number {
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) / 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** `sluice serve` from its start until the table holds every row. */
+async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rssMb: number; journalMb: number }> {
+  const run = mkdtempSync(join(dir, delta ? 'delta-' : 'standard-'));
+  const db = join(run, 'out.db');
+  writeFileSync(join(run, 'flow.yaml'), catalog(url, db, delta));
+  const started = process.hrtime.bigint();
+  const prof = process.env['BENCH_CPU_PROF_DIR'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF_DIR']}`] : [];
+  const child = spawn(process.execPath, [...prof, SLUICE, 'serve', '--catalog', join(run, 'flow.yaml'), '--data-dir', join(run, 'data'), '--port', '0', '--ingest-port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  let rss = 0;
+  const deadline = Date.now() + 30 * 60_000;
+  try {
+    while (true) {
+      if (child.exitCode !== null) throw new Error(`sluice serve exited ${child.exitCode}: ${stderr}`);
+      rss = Math.max(rss, vmHwmMb(child.pid!));
+      if (count(db) >= ROWS) break;
+      if (Date.now() > deadline) throw new Error(`the table did not reach ${ROWS} rows within 30 minutes (has ${count(db)}): ${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  } finally {
+    rss = Math.max(rss, vmHwmMb(child.pid!));
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+  }
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  return { secs, rssMb: rss, journalMb: statSync(join(run, 'data', 'journals.db')).size / 1e6 };
+}
+
+function shell(): number {
+  const db = join(dir, 'shell.db');
+  const started = process.hrtime.bigint();
+  const r = spawnSync('sh', ['-c', `zcat ${gz} | sqlite3 ${db} '.import --csv /dev/stdin rides'`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`the shell pipeline failed: ${r.stderr}`);
+  const secs = Number(process.hrtime.bigint() - started) / 1e9;
+  if (count(db) !== ROWS) throw new Error(`the shell pipeline imported ${count(db)} rows, not ${ROWS}`);
+  return secs;
+}
+
+try {
+  const csvBytes = await generate();
+  const server = await serveFile();
+  console.log(`pipeline: ${ROWS.toLocaleString('en-US')} rows, ${(csvBytes / 1e6).toFixed(0)} MB CSV, ${(statSync(gz).size / 1e6).toFixed(0)} MB gzip; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
+  try {
+    const peer = shell();
+    console.log(`  zcat | sqlite3 .import          ${peer.toFixed(2)} s  ${Math.round(ROWS / peer).toLocaleString('en-US')} rows/s`);
+    const targets = { standard: 0.3, delta: 0.4 };
+    for (const kind of ['standard', 'delta'] as const) {
+      if (ONLY !== undefined && ONLY !== kind) continue;
+      const r = await pipeline(server.url, kind === 'delta');
+      const ratio = peer / r.secs;
+      const verdict = ratio >= targets[kind] ? 'meets' : 'below';
+      console.log(`  sluice serve → SQLite (${kind.padEnd(8)}) ${r.secs.toFixed(2)} s  ${Math.round(ROWS / r.secs).toLocaleString('en-US')} rows/s  ${ratio.toFixed(2)}× the shell pipeline (${verdict} the ${targets[kind]}× target)  plane peak RSS ${r.rssMb.toFixed(0)} MB (${r.rssMb < 300 ? 'under' : 'over'} 300 MB)  journals ${r.journalMb.toFixed(0)} MB`);
+    }
+  } finally {
+    server.close();
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
