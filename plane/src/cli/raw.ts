@@ -1,14 +1,17 @@
 // `sluice raw`: run one RPC of a connector against local files and print what it says, like
 // `flowctl raw`. How a connector developer runs a connector without a plane or containers.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import {
   type CaptureRequest, type CaptureSpec, type CollectionSpec, ConfigError, type Inference, type JsonObject,
-  type JsonSchema, type JsonValue, type MaterializationSpec, type MaterializeRequest, type Projection, ProtocolError,
-  SluiceError, type TupleValue, applyStateUpdate, packTupleBase64, resolvePointer,
+  type JsonSchema, type JsonValue, type MaterializationSpec, type Projection, ProtocolError,
+  SluiceError, parseDocument, resolvePointer, stringifyDocument,
 } from '@sluice/runtime';
-import { type ConnectorLog, type ConnectorTarget, startConnector, unaryRpc } from '@sluice/runtime/host';
+import {
+  type ConnectorLog, type ConnectorProcess, type ConnectorTarget, type DriverSession, type SourceDocument, lineTextOf,
+  runCaptureDriver, runMaterializeDriver, startConnector, unaryRpc,
+} from '@sluice/runtime/host';
 import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector } from '../registry.ts';
 
 export const description = 'run one RPC of a connector against local files (spec, discover, validate, apply, capture, materialize)';
@@ -26,6 +29,8 @@ options:
   --config FILE      endpoint configuration (JSON or YAML)
   --bindings FILE    bindings (JSON or YAML; format below)
   --state FILE       connector state for capture / materialize / apply (JSON or YAML; default {})
+  --state-out FILE   capture: write the connector state of the last checkpoint to FILE when the
+                     capture ends (well or not): what --state takes to resume
   --fixture FILE     materialize input: lines of ["<collection>", <document>] and {"commit": true}
                      transaction separators (a trailing group without a separator is committed too)
   --dry-run          apply: ask the connector only to describe what it would do (dryRun: true)
@@ -74,6 +79,21 @@ export interface BindingDef {
   backfill?: number;
   fields?: { keys?: string[]; values?: string[]; document?: string | null };
   deltaUpdates?: boolean;
+  /** A binding in Flow's own spec form (CaptureSpec/MaterializationSpec binding), used as given. */
+  flow?: JsonObject;
+}
+
+/** How errors name a binding: its resource path, else its resource config. */
+function bindingName(b: JsonObject, i: number): string {
+  const path = b['resourcePath'];
+  if (Array.isArray(path) && path.length > 0) return `binding ${i} (${path.join('/')})`;
+  const resource = b['resourceConfig'] ?? b['resource'];
+  return resource === undefined ? `binding ${i}` : `binding ${i} (${JSON.stringify(resource)})`;
+}
+
+/** A binding of Flow's spec JSON: `resourceConfig` and a `collection` spec object. */
+function isFlowBinding(b: JsonObject): boolean {
+  return isObject(b) && isObject(b['resourceConfig']) && isObject(b['collection']);
 }
 
 interface Io {
@@ -115,13 +135,25 @@ async function readObject(file: string | undefined, flag: string): Promise<JsonO
 async function readBindings(file: string | undefined): Promise<BindingDef[]> {
   if (file === undefined) return [];
   const value = await readStructured(file, '--bindings');
+  // A list, {bindings: [...]}, or a whole CaptureSpec/MaterializationSpec (its bindings are used).
   const list = isObject(value) && Array.isArray(value['bindings']) ? value['bindings'] : value;
-  if (!Array.isArray(list)) throw new ConfigError(`the --bindings file ${file} must hold a list of bindings (or {bindings: [...]})`);
+  if (!Array.isArray(list)) throw new ConfigError(`the --bindings file ${file} must hold a list of bindings, {bindings: [...]}, or a Flow CaptureSpec/MaterializationSpec`);
   return list.map((b, i) => {
     if (!isObject(b)) throw new ConfigError(`--bindings ${file}: binding ${i} must be an object`);
     const check = (cond: boolean, what: string): void => {
-      if (!cond) throw new ConfigError(`--bindings ${file}: binding ${i}: ${what}`);
+      if (!cond) throw new ConfigError(`--bindings ${file}: ${bindingName(b, i)}: ${what}`);
     };
+    if (isFlowBinding(b)) {
+      // Flow's own form, as `flowctl` builds it: resourceConfig, collection (with projections), fieldSelection.
+      const c = b['collection'] as JsonObject;
+      check(typeof c['name'] === 'string' && c['name'] !== '', '"collection.name" must be the collection\'s name');
+      check(Array.isArray(c['key']) && c['key'].length > 0 && c['key'].every((k) => typeof k === 'string' && k.startsWith('/')), '"collection.key" must be a non-empty list of JSON pointers like "/id"');
+      check(c['projections'] === undefined || Array.isArray(c['projections']), '"collection.projections" must be a list of projections');
+      check(b['fieldSelection'] === undefined || isObject(b['fieldSelection']), '"fieldSelection" must be an object {keys, values, document}');
+      check(b['resourcePath'] === undefined || (Array.isArray(b['resourcePath']) && b['resourcePath'].every((x) => typeof x === 'string')), '"resourcePath" must be a list of strings');
+      return { flow: b, resource: b['resourceConfig'] as JsonObject, collection: c['name'] as string };
+    }
+    check(b['collection'] === undefined || typeof b['collection'] === 'string', '"collection" must be a collection name; a collection spec object belongs in Flow\'s binding form, with "resourceConfig"');
     check(b['resource'] === undefined || isObject(b['resource']), '"resource" must be an object');
     check(b['key'] === undefined || (Array.isArray(b['key']) && b['key'].length > 0 && b['key'].every((k) => typeof k === 'string' && k.startsWith('/'))), '"key" must be a non-empty list of JSON pointers like "/id"');
     check(b['schema'] === undefined || isObject(b['schema']), '"schema" must be a JSON schema object');
@@ -131,7 +163,8 @@ async function readBindings(file: string | undefined): Promise<BindingDef[]> {
 }
 
 interface Fixture {
-  transactions: { collection: string; doc: JsonObject; line: number }[][];
+  /** Each document with its exact text (integers beyond ±2^53 kept) and its value. */
+  transactions: { collection: string; doc: JsonObject; text: string; line: number }[][];
 }
 
 export function parseFixtureText(text: string, file: string): Fixture {
@@ -142,7 +175,7 @@ export function parseFixtureText(text: string, file: string): Fixture {
     if (line === '') return;
     let value: unknown;
     try {
-      value = JSON.parse(line);
+      value = parseDocument(line);
     } catch (err) {
       throw new ConfigError(`--fixture ${file}:${i + 1}: not valid JSON (${(err as Error).message})`);
     }
@@ -150,7 +183,7 @@ export function parseFixtureText(text: string, file: string): Fixture {
       transactions.push(current);
       current = [];
     } else if (Array.isArray(value) && value.length === 2 && typeof value[0] === 'string' && isObject(value[1])) {
-      current.push({ collection: value[0], doc: value[1], line: i + 1 });
+      current.push({ collection: value[0], doc: value[1], text: stringifyDocument(value[1]), line: i + 1 });
     } else {
       throw new ConfigError(`--fixture ${file}:${i + 1}: expected ["<collection>", {document}] or {"commit": true}`);
     }
@@ -218,6 +251,17 @@ interface ResolvedBinding {
 }
 
 function resolveBinding(def: BindingDef, index: number, task: string, docs: JsonObject[]): ResolvedBinding {
+  if (def.flow !== undefined) {
+    const collection = def.flow['collection'] as unknown as CollectionSpec;
+    const selection = (def.flow['fieldSelection'] ?? {}) as { keys?: string[]; values?: string[]; document?: string };
+    return {
+      def,
+      collection: { uuidPtr: '/_meta/uuid', ...collection },
+      keyFields: selection.keys ?? (collection.key ?? []).map(fieldOf),
+      valueFields: selection.values ?? [],
+      document: selection.document === '' ? undefined : selection.document,
+    };
+  }
   const key = def.key ?? ['/id'];
   const keyFields = def.fields?.keys ?? key.map(fieldOf);
   const valueFields = def.fields?.values ?? [];
@@ -248,7 +292,7 @@ function captureSpec(task: string, connectorType: string, config: JsonObject, bi
     name: task,
     connectorType,
     config,
-    bindings: bindings.map((b) => ({
+    bindings: bindings.map((b) => (b.def.flow !== undefined ? { ...b.def.flow, collection: b.collection } as unknown as NonNullable<CaptureSpec['bindings']>[number] : {
       resourceConfig: b.def.resource ?? {},
       ...(b.def.resourcePath ? { resourcePath: b.def.resourcePath } : {}),
       collection: b.collection,
@@ -263,7 +307,13 @@ function materializationSpec(task: string, connectorType: string, config: JsonOb
     name: task,
     connectorType,
     config,
-    bindings: bindings.map((b) => ({
+    bindings: bindings.map((b) => (b.def.flow !== undefined ? {
+      resourcePath: [String(Object.values(b.def.resource ?? {}).find((v) => typeof v === 'string') ?? b.collection.name)],
+      stateKey: b.collection.name,
+      fieldSelection: { keys: b.keyFields, values: b.valueFields, ...(b.document ? { document: b.document } : {}) },
+      ...b.def.flow,
+      collection: b.collection,
+    } as unknown as NonNullable<MaterializationSpec['bindings']>[number] : {
       resourceConfig: b.def.resource ?? {},
       resourcePath: b.def.resourcePath ?? [String(Object.values(b.def.resource ?? {}).find((v) => typeof v === 'string') ?? b.collection.name)],
       collection: b.collection,
@@ -275,17 +325,6 @@ function materializationSpec(task: string, connectorType: string, config: JsonOb
   };
 }
 
-/** A field value as a tuple element: objects and arrays as bytes of their JSON text, as Flow packs them. */
-export function tupleValueOf(value: JsonValue | undefined): TupleValue {
-  if (value === undefined || value === null) return null;
-  if (typeof value === 'object') return new TextEncoder().encode(JSON.stringify(value));
-  return value;
-}
-
-function pack(doc: JsonObject, fields: string[]): string {
-  return packTupleBase64(fields.map((f) => tupleValueOf(resolvePointer(doc, ptrOf(f)))));
-}
-
 interface Options {
   rpc: Rpc;
   target: ConnectorTarget;
@@ -294,6 +333,7 @@ interface Options {
   config?: string;
   bindings?: string;
   state?: string;
+  stateOut?: string;
   fixture?: string;
   dryRun: boolean;
   name: string;
@@ -311,7 +351,7 @@ function parseCommandLine(argv: string[]): Options | 'help' {
       args: before,
       allowPositionals: true,
       options: {
-        config: { type: 'string' }, bindings: { type: 'string' }, state: { type: 'string' }, fixture: { type: 'string' },
+        config: { type: 'string' }, bindings: { type: 'string' }, state: { type: 'string' }, 'state-out': { type: 'string' }, fixture: { type: 'string' },
         'dry-run': { type: 'boolean' }, name: { type: 'string' }, protocol: { type: 'string' }, timeout: { type: 'string' }, 'idle-timeout': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -358,6 +398,7 @@ function parseCommandLine(argv: string[]): Options | 'help' {
   if (protocol === undefined && rpc !== 'spec') throw new UsageError(`${rpc}: say whether the command is a capture or a materialization with --protocol capture|materialize`);
   if (rpc === 'materialize' && values.fixture === undefined) throw new UsageError('materialize needs --fixture FILE');
   if (values['dry-run'] && rpc !== 'apply') throw new UsageError('--dry-run applies only to apply');
+  if (values['state-out'] !== undefined && rpc !== 'capture') throw new UsageError('--state-out applies only to capture');
   let timeoutMs: number | undefined;
   if (values.timeout !== undefined) {
     const seconds = Number(values.timeout);
@@ -375,6 +416,7 @@ function parseCommandLine(argv: string[]): Options | 'help' {
     ...(values.config !== undefined ? { config: values.config } : {}),
     ...(values.bindings !== undefined ? { bindings: values.bindings } : {}),
     ...(values.state !== undefined ? { state: values.state } : {}),
+    ...(values['state-out'] !== undefined ? { stateOut: values['state-out'] } : {}),
     ...(values.fixture !== undefined ? { fixture: values.fixture } : {}),
     ...(timeoutMs !== undefined ? { timeoutMs } : {}),
     ...(idleTimeoutMs !== undefined ? { idleTimeoutMs } : {}),
@@ -473,32 +515,53 @@ async function runRaw(o: Options, io: Io): Promise<void> {
   }
 }
 
-const FULL_RANGE = { keyEnd: 4294967295, rClockEnd: 4294967295 };
+/** The runtime's drivers over one connector process; close() fails if the connector writes after its last expected response. */
+function driverSession<Req, Res>(proc: ConnectorProcess<'capture' | 'materialize'>): DriverSession<Req, Res> {
+  const responses = proc.responses()[Symbol.asyncIterator]();
+  return {
+    send: (request) => proc.send(request as never),
+    sendLine: (line) => proc.sendLine(line),
+    async recv() {
+      const r = await responses.next();
+      return r.done ? undefined : (r.value as Res);
+    },
+    async close() {
+      proc.endInput();
+      const extra = await responses.next();
+      if (!extra.done) throw new ProtocolError(`the connector wrote "${Object.keys(extra.value)[0]}" after the last acknowledged`);
+    },
+    kill: () => void proc.kill(),
+  };
+}
 
 async function runCapture(o: Options, io: Io, capture: CaptureSpec, state: JsonObject, base: object): Promise<void> {
   const proc = startConnector(o.target, { ...base, protocol: 'capture' });
   const onSignal = (): void => void proc.kill();
   process.once('SIGINT', onSignal);
+  let documents = 0;
+  let checkpoints = 0;
+  let current: JsonValue = state;
   try {
     // stdin stays open until the connector exits, as the runtime does; EOF would mean "stop".
     proc.awaiting = '"opened"';
-    await proc.send({ open: { capture, version: 'raw', range: FULL_RANGE, state } });
-    let documents = 0;
-    let checkpoints = 0;
-    let current: JsonValue = state;
-    for await (const response of proc.responses()) {
-      proc.awaiting = 'documents, a checkpoint or the end of the capture';
-      io.out(JSON.stringify(response));
-      if ('captured' in response) documents++;
-      if ('checkpoint' in response) {
+    await runCaptureDriver({
+      name: o.name, spec: capture, version: 'raw', state, session: driverSession(proc),
+      onResponse: (response) => {
+        proc.awaiting = 'documents, a checkpoint or the end of the capture';
+        io.out(lineTextOf(response));
+      },
+      onDocument: () => { documents++; },
+      onCheckpoint: (_update, next) => {
         checkpoints++;
-        current = applyStateUpdate(current, response.checkpoint.state);
-      }
-    }
+        current = next;
+      },
+    });
     io.err(JSON.stringify({ level: 'info', msg: 'sluice raw capture: the connector exited', fields: { documents, checkpoints, state: current } }));
   } finally {
     process.off('SIGINT', onSignal);
     proc.endInput();
+    // The state of the last checkpoint, whether the connector ended well or not (what a resumed run opens with).
+    if (o.stateOut !== undefined) await writeFile(o.stateOut, JSON.stringify(current, null, 2) + '\n');
   }
 }
 
@@ -516,80 +579,27 @@ async function runMaterialize(
     }
   }
   const proc = startConnector(o.target, { ...base, protocol: 'materialize' });
-  const responses = proc.responses()[Symbol.asyncIterator]();
-  const next = async (awaiting: string): Promise<[string, JsonObject]> => {
-    proc.awaiting = `"${awaiting}"`;
-    const r = await responses.next();
-    if (r.done) throw new ProtocolError(`the connector closed its output while sluice awaited "${awaiting}"`);
-    io.out(JSON.stringify(r.value));
-    const [variant, body] = Object.entries(r.value)[0] as [string, JsonObject];
-    return [variant, body];
-  };
-  const expect = async (variant: string): Promise<JsonObject> => {
-    const [got, body] = await next(variant);
-    if (got !== variant) throw new ProtocolError(`expected "${variant}" from the connector, got "${got}"`);
-    return body;
-  };
-  const send = (r: MaterializeRequest): Promise<void> => proc.send(r);
-  const stored = bindings.map(() => new Set<string>());
+  let next = 0;
+  let offset = 0;
   try {
-    await send({ open: { materialization: spec, version: 'raw', range: FULL_RANGE, state } });
-    await expect('opened');
-    let offset = 0;
-    for (const txn of fixture.transactions) {
-      // Reduce this transaction's documents by binding and key (last write wins).
-      const reduced = bindings.map(() => new Map<string, JsonObject>());
-      for (const d of txn) {
-        for (const i of bySource.get(d.collection)!) {
-          reduced[i]!.set(pack(d.doc, bindings[i]!.keyFields), d.doc);
+    await runMaterializeDriver({
+      name: o.name, spec, version: 'raw', session: driverSession(proc), state, checkpoint: {}, maxKeys: bindings.map(() => undefined),
+      onResponse: (response) => io.out(lineTextOf(response)),
+      nextTransaction: async () => {
+        const txn = fixture.transactions[next++];
+        if (txn === undefined) {
+          proc.awaiting = '"acknowledged"';
+          return undefined;
         }
-        offset++;
-      }
-      await send({ acknowledge: {} });
-      await expect('acknowledged');
-      const found = bindings.map(() => new Set<string>());
-      for (const [i, docs] of reduced.entries()) {
-        if (bindings[i]!.def.deltaUpdates) continue;
-        for (const keyPacked of docs.keys()) await send({ load: { ...(i ? { binding: i } : {}), keyPacked } });
-      }
-      await send({ flush: {} });
-      while (true) {
-        const [variant, body] = await next('flushed');
-        if (variant === 'flushed') break;
-        if (variant !== 'loaded') throw new ProtocolError(`expected "loaded" or "flushed" from the connector, got "${variant}"`);
-        const i = typeof body['binding'] === 'number' ? body['binding'] : 0;
-        const doc = body['doc'];
-        if (bindings[i] && isObject(doc)) found[i]!.add(pack(doc, bindings[i].keyFields));
-      }
-      for (const [i, docs] of reduced.entries()) {
-        const b = bindings[i]!;
-        for (const [keyPacked, doc] of docs) {
-          const exists = !b.def.deltaUpdates && (found[i]!.has(keyPacked) || stored[i]!.has(keyPacked));
-          const isDelete = isObject(doc['_meta']) && doc['_meta']['op'] === 'd';
-          await send({
-            store: {
-              ...(i ? { binding: i } : {}),
-              keyPacked,
-              ...(b.valueFields.length ? { valuesPacked: pack(doc, b.valueFields) } : {}),
-              ...(b.document ? { doc } : {}),
-              ...(exists ? { exists: true } : {}),
-              ...(isDelete ? { delete: true } : {}),
-            },
-          });
-          stored[i]!.add(keyPacked);
+        proc.awaiting = 'the transaction\'s responses';
+        const docs: SourceDocument[] = [];
+        for (const d of txn) {
+          for (const binding of bySource.get(d.collection)!) docs.push({ binding, text: d.text });
+          offset++;
         }
-      }
-      await send({ startCommit: { runtimeCheckpoint: { sources: { [`fixture;${o.fixture}`]: { readThrough: String(offset) } } } } });
-      await expect('startedCommit');
-    }
-    await send({ acknowledge: {} });
-    await expect('acknowledged');
-    proc.endInput();
-    const extra = await responses.next();
-    if (!extra.done) {
-      io.out(JSON.stringify(extra.value));
-      throw new ProtocolError(`the connector wrote "${Object.keys(extra.value)[0]}" after the last acknowledged`);
-    }
+        return { docs, checkpoint: { sources: { [`fixture;${o.fixture}`]: { readThrough: String(offset) } } } };
+      },
+    });
   } catch (err) {
     proc.endInput();
     // If the connector failed, its exit error explains more than the protocol symptom.

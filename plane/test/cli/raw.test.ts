@@ -1,6 +1,6 @@
 // `sluice raw` against the runtime's test connectors (real processes) and the built-in connectors.
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -115,6 +115,44 @@ describe('sluice raw: against a command', () => {
     ]);
     const summary = JSON.parse(r.stderrLines.at(-1)!);
     assert.deepEqual(summary.fields, { documents: 2, checkpoints: 1, state: { bindingStateV1: { users: { next: 12 } } } });
+  });
+  it('capture --state-out writes the state of the last checkpoint, which --state resumes from', async () => {
+    const withKeys = file('capture-keys-out.yaml', '- resource: {name: users}\n  stateKey: users\n');
+    const out = join(dir, 'state-out.json');
+    const r = await sluice(['raw', 'capture', '--config', captureConfig, '--bindings', withKeys, '--state-out', out, ...capture]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), { bindingStateV1: { users: { next: 2 } } });
+    const again = await sluice(['raw', 'capture', '--config', captureConfig, '--bindings', withKeys, '--state', out, '--state-out', out, ...capture]);
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal(again.lines[1], '{"captured":{"doc":{"id":"users-2","greeting":"hello","n":2}}}');
+    assert.deepEqual(JSON.parse(readFileSync(out, 'utf8')), { bindingStateV1: { users: { next: 4 } } });
+  });
+  it('--bindings takes Flow\'s MaterializationSpec JSON (resourceConfig, collection.projections, fieldSelection)', async () => {
+    const spec = file('mat-spec.json', JSON.stringify({
+      name: 'acme/mat', connectorType: 'LOCAL', config: {},
+      bindings: [{
+        resourceConfig: { table: 'users' }, resourcePath: ['users'],
+        collection: {
+          name: 'acme/users', key: ['/id'], writeSchema: { type: 'object' },
+          projections: [
+            { field: 'id', ptr: '/id', isPrimaryKey: true, inference: { types: ['integer'], exists: 'MUST' } },
+            { field: 'name', ptr: '/name', inference: { types: ['string'], exists: 'MAY' } },
+            { field: 'flow_document', ptr: '', inference: { types: ['object'], exists: 'MUST' } },
+          ],
+        },
+        fieldSelection: { keys: ['id'], values: ['name'], document: 'flow_document' },
+      }],
+    }));
+    const r = await sluice(['raw', 'materialize', '--protocol', 'materialize', '--config', matConfig, '--bindings', spec, '--fixture', fixture, ...materialize]);
+    assert.equal(r.code, 0, r.stderr);
+    const commits = r.stderrLines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'committed transaction').map((l) => l.fields.stores);
+    assert.deepEqual(commits, [2, 1]);
+  });
+  it('a shorthand binding with a collection spec object is refused naming the binding by its resource', async () => {
+    const bad = file('bad-bindings.yaml', '- resource: {table: users}\n  collection: {name: acme/users}\n');
+    const r = await sluice(['raw', 'validate', '--protocol', 'materialize', '--config', matConfig, '--bindings', bad, ...materialize]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderrLines.at(-1), `sluice raw: --bindings ${bad}: binding 0 ({"table":"users"}): "collection" must be a collection name; a collection spec object belongs in Flow's binding form, with "resourceConfig"`);
   });
   it('materialize drives transactions from the fixture', async () => {
     const r = await sluice(['raw', 'materialize', '--protocol', 'materialize', '--config', matConfig, '--bindings', matBindings, '--fixture', fixture, ...materialize]);
