@@ -75,11 +75,12 @@ describe('host: failures', () => {
     });
   });
   it('a timeout kills the connector', async () => {
-    const proc = startConnector(testCapture, { protocol: 'capture', timeoutMs: 2500, killGraceMs: 2000, name: 'slow' });
+    // Long enough for a loaded machine to start Node and open (the capture itself would take 50 s).
+    const proc = startConnector(testCapture, { protocol: 'capture', timeoutMs: 10_000, killGraceMs: 2000, name: 'slow' });
     await proc.send(openCapture({ apiKey: 'k', count: 1000, delayMs: 50 }));
     const seen: CaptureResponse[] = [];
     await assert.rejects((async () => { for await (const r of proc.responses()) seen.push(r); })(), {
-      name: 'ConnectorExitError', message: 'slow: timed out after 2500 ms and was killed',
+      name: 'ConnectorExitError', message: 'slow: timed out after 10000 ms and was killed',
     });
     assert.deepEqual(seen[0], { opened: {} });
   });
@@ -210,5 +211,34 @@ describe('host: a connector that stops reading its input', () => {
     await assert.rejects(async () => {
       for (let i = 0; i < 64; i++) await proc.send({ store: { keyPacked: packTupleBase64([i]), doc: { big } } } as unknown as MaterializeRequest);
     }, { name: 'ConnectorExitError', message: /: read none of its input for 0\.3 s while sluice sent "store"; the connector was killed$/ });
+  });
+});
+
+describe('host: connector output is decoded strictly, as Flow\'s runtime does', () => {
+  // A connector printing the given lines after reading one request.
+  const printing = (lines: string[]) => ({
+    command: node,
+    args: ['-e', `process.stdin.once('data', () => { process.stdout.write(${JSON.stringify(lines.join('\n') + '\n')}); process.exit(0); });`],
+  });
+  const cases: [string, string[], RegExp][] = [
+    ['an unknown field of a response', ['{"opened":{}}', '{"captured":{"binding":0,"doc":{},"docId":7}}'],
+      /^strict stdout line 2: "captured" has an unknown field "docId" \(known: binding, doc\); Flow's runtime rejects it$/],
+    ['an unknown field of a state update', ['{"opened":{}}', '{"checkpoint":{"state":{"updated":{},"merge":true}}}'],
+      /^strict stdout line 2: "checkpoint.state" has an unknown field "merge" \(known: updated, mergePatch\); Flow's runtime rejects it$/],
+    ['an unknown field of a discovered binding', ['{"discovered":{"bindings":[{"recommendedName":"a","resourceConfig":{},"documentSchema":{},"primaryKey":["/id"]}]}}'],
+      /^strict stdout line 1: "discovered.bindings\[0\]" has an unknown field "primaryKey"/],
+    ['an unknown variant', ['{"opened":{}}', '{"captures":{"doc":{}}}'], /unknown response "captures"/],
+  ];
+  for (const [name, lines, message] of cases) {
+    it(name, async () => {
+      await assert.rejects(runSession(printing(lines), [{ spec: {} }], { protocol: 'capture', name: 'strict' }), (err: Error) => {
+        assert.match(err.message, message);
+        return true;
+      });
+    });
+  }
+  it('documents themselves may hold any field', async () => {
+    const out = await runSession(printing(['{"opened":{}}', '{"captured":{"binding":0,"doc":{"anything":{"docId":1}}}}']), [{ spec: {} }], { protocol: 'capture', name: 'strict' });
+    assert.deepEqual(out, [{ opened: {} }, { captured: { binding: 0, doc: { anything: { docId: 1 } } } }]);
   });
 });

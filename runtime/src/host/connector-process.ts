@@ -22,6 +22,70 @@ export const DOC_TEXT: unique symbol = Symbol('sluice.docText');
 /** On every response object: its line as the connector wrote it (what `sluice raw` prints). */
 export const LINE_TEXT: unique symbol = Symbol('sluice.lineText');
 
+// Flow's runtime decodes connector output strictly (unknown fields are an error), so a connector bug that
+// Flow would stop is stopped here too. The fields each response may carry, and those of the nested
+// messages the host reads (flow-protocol.md §2.2, §3.2).
+const STATE_FIELDS = ['updated', 'mergePatch'];
+const RESPONSE_FIELDS: Record<Protocol, Record<string, readonly string[]>> = {
+  capture: {
+    spec: ['protocol', 'configSchema', 'resourceConfigSchema', 'documentationUrl', 'oauth2', 'resourcePathPointers'],
+    discovered: ['bindings'],
+    validated: ['bindings'],
+    applied: ['actionDescription', 'state'],
+    opened: ['explicitAcknowledgements'],
+    captured: ['binding', 'doc'],
+    sourcedSchema: ['binding', 'documentSchema'],
+    checkpoint: ['state'],
+  },
+  materialize: {
+    spec: ['protocol', 'configSchema', 'resourceConfigSchema', 'documentationUrl', 'oauth2'],
+    validated: ['bindings'],
+    applied: ['actionDescription', 'state'],
+    opened: ['runtimeCheckpoint', 'disableLoadOptimization'],
+    acknowledged: ['state'],
+    loaded: ['binding', 'doc'],
+    flushed: ['state'],
+    startedCommit: ['state'],
+  },
+};
+const NESTED_FIELDS: Record<string, readonly string[]> = {
+  'capture.discovered.bindings': ['recommendedName', 'resourceConfig', 'documentSchema', 'key', 'disable', 'resourcePath'],
+  'capture.validated.bindings': ['resourcePath'],
+  'materialize.validated.bindings': ['resourcePath', 'constraints', 'projectionConstraints', 'deltaUpdates', 'serPolicy', 'caseInsensitiveFields'],
+};
+const FIELD_SETS = new Map(Object.entries(RESPONSE_FIELDS).flatMap(([p, vs]) => Object.entries(vs).map(([v, fs]) => [`${p}.${v}`, new Set(fs)] as const)));
+
+function unknownField(fields: Set<string> | readonly string[], value: unknown): string | undefined {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
+  const has = Array.isArray(fields) ? (k: string) => fields.includes(k) : (k: string) => (fields as Set<string>).has(k);
+  for (const k in value) if (!has(k)) return k;
+  return undefined;
+}
+
+/** Throws ProtocolError naming an unknown field of a response (its body, state, or listed bindings). */
+export function checkResponseFields(protocol: Protocol, variant: string, body: JsonObjectLike, where: string): void {
+  const allowed = FIELD_SETS.get(`${protocol}.${variant}`);
+  if (allowed === undefined) return;
+  const fail = (field: string, of: string, expected: readonly string[] | Set<string>): never => {
+    throw new ProtocolError(`${where}: ${of} has an unknown field "${field}" (known: ${[...expected].join(', ')}); Flow's runtime rejects it`);
+  };
+  const top = unknownField(allowed, body);
+  if (top !== undefined) fail(top, `"${variant}"`, allowed);
+  const state = body['state'];
+  const s = unknownField(STATE_FIELDS, state);
+  if (s !== undefined) fail(s, `"${variant}.state"`, STATE_FIELDS);
+  const nested = NESTED_FIELDS[`${protocol}.${variant}.bindings`];
+  const bindings = body['bindings'];
+  if (nested !== undefined && Array.isArray(bindings)) {
+    bindings.forEach((b, i) => {
+      const f = unknownField(nested, b);
+      if (f !== undefined) fail(f, `"${variant}.bindings[${i}]"`, nested);
+    });
+  }
+}
+
+type JsonObjectLike = Record<string, unknown>;
+
 /** The connector's own text of a `captured`/`loaded` body's document (serialised from `doc` if unknown). */
 export function docTextOf(body: object): string {
   const text = (body as { [DOC_TEXT]?: string })[DOC_TEXT];
@@ -288,6 +352,7 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
         }
         if (next.done === true) break;
         const envelope = next.value;
+        checkResponseFields(this.options.protocol, envelope.variant, envelope.body, `${this.name} stdout line ${envelope.line}`);
         const response = { [envelope.variant]: envelope.body };
         if (envelope.text !== undefined) {
           Object.defineProperty(response, LINE_TEXT, { value: envelope.text });
