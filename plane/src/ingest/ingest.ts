@@ -80,7 +80,7 @@ export function nonFinitePointer(value: JsonValue, at = ''): string | null {
  * Admits one document: only what can be kept exactly. A number too large for a double is refused
  * (it would be stored as null), then the collection's write schema decides.
  */
-function prepareOne(writer: CollectionWriter, collection: string, index: number, doc: JsonValue, checkNumbers = true): PreparedDoc {
+function prepareOne(writer: CollectionWriter, collection: string, index: number, doc: JsonValue, checkNumbers = true, text?: string): PreparedDoc {
   const where = `ingestion of collection ${JSON.stringify(collection)}: document ${index}`;
   if (checkNumbers) {
     const ptr = nonFinitePointer(doc);
@@ -89,7 +89,8 @@ function prepareOne(writer: CollectionWriter, collection: string, index: number,
     }
   }
   try {
-    return writer.prepare(doc);
+    // From the request's text, the journal keeps the document's own bytes (integers beyond ±2^53 exact).
+    return text === undefined ? writer.prepare(doc) : writer.prepareText(text, doc);
   } catch (err) {
     if (err instanceof DocumentError) throw new IngestError(`${where}: ${err.message}`, 400, { cause: err });
     throw err;
@@ -146,7 +147,9 @@ export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, write
       } catch (err) {
         throw new IngestError(`request body is not valid JSON: ${where}: ${(err as Error).message}`, 400, { cause: err });
       }
-      current!.docs.push(prepareOne(current!.writer, d.collection, d.index, doc, d.mayHaveHugeNumber));
+      // A journal line has no raw newline; in valid JSON one can only be whitespace, so it becomes a space.
+      const line = text.includes('\n') || text.includes('\r') ? text.replace(/[\r\n]/g, ' ') : text;
+      current!.docs.push(prepareOne(current!.writer, d.collection, d.index, doc, d.mayHaveHugeNumber, line));
     },
   }, { maxDepth: limits.maxDepth });
 

@@ -99,6 +99,17 @@ test('ingest: one bad document means nothing is written; the 400 names collectio
   assert.deepEqual(store.journals(), []);
 });
 
+test('ingest: the journal keeps each document as sent, integers beyond ±2^53 exact; newlines in it become spaces', async (t) => {
+  const { send, store } = await setup(t);
+  const r = await send('{"examples/rides": [{"id": 9007199254740993, "name": "n\\u00e9", "big": 123456789012345678901234567890, "x": 1.50},\n  {"id": 2,\r\n "name":\n"b"}]}');
+  assert.equal(r.status, 200, r.body);
+  const lines = store.read('examples/rides/pivot=00', 0).map((d) => d.json.replace(/"_meta":\{"uuid":"[^"]+"\}/, '"_meta":{}'));
+  assert.deepEqual(lines, [
+    '{"id": 9007199254740993, "name": "n\\u00e9", "big": 123456789012345678901234567890, "x": 1.50,"_meta":{}}',
+    '{"id": 2,   "name": "b","_meta":{}}',
+  ]);
+});
+
 test('ingest: numbers beyond a double are refused with the document and pointer; nothing is written', async (t) => {
   const { error, store } = await setup(t);
   assert.equal(await error('{"examples/rides": [{"id": 1}, {"id": 1e400}]}', 400),
