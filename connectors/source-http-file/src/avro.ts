@@ -6,6 +6,7 @@ import { inflateRawSync, zstdDecompressSync } from 'node:zlib';
 import avro from 'avsc';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import { DecodeError } from './errors.ts';
+import { rawJson } from './json.ts';
 
 const require = createRequire(import.meta.url);
 const snappy = require('snappyjs') as { uncompress(b: Uint8Array): Uint8Array };
@@ -63,14 +64,42 @@ function logical(fromValue: (v: any) => unknown): typeof avro.types.LogicalType 
   } as unknown as typeof avro.types.LogicalType;
 }
 
+/**
+ * Avro `long` read exactly: a number when a double holds it, else a BigInt (avsc's own long type refuses
+ * values beyond ±2^53 with "potential precision loss"); written out as raw JSON digits by the converter.
+ */
+const EXACT_LONG = avro.types.LongType.__with({
+  fromBuffer: (buf: Buffer) => {
+    const n = buf.readBigInt64LE();
+    return n >= MIN_SAFE && n <= MAX_SAFE ? Number(n) : n;
+  },
+  toBuffer: (n: number | bigint) => {
+    const buf = Buffer.alloc(8);
+    buf.writeBigInt64LE(BigInt(n));
+    return buf;
+  },
+  fromJSON: (v: number | bigint) => v,
+  toJSON: (v: number | bigint) => v,
+  isValid: (v: unknown) => typeof v === 'bigint' || Number.isSafeInteger(v),
+  compare: (a: number | bigint, b: number | bigint) => (a < b ? -1 : a > b ? 1 : 0),
+});
+/** `{"type": "long"}` written as an object bypasses the registry: the hook gives it EXACT_LONG too. */
+function exactLongHook(schema: unknown): avro.Type | undefined {
+  const s = schema as { type?: unknown; logicalType?: unknown } | null;
+  return s !== null && typeof s === 'object' && s.type === 'long' && s.logicalType === undefined ? (EXACT_LONG as unknown as avro.Type) : undefined;
+}
+const MIN_SAFE = BigInt(Number.MIN_SAFE_INTEGER);
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
 const LOGICAL_TYPES = {
   date: logical((days: number) => new Date(days * 86_400_000).toISOString().slice(0, 10)),
   'time-millis': logical((ms: number) => timeOfDay(ms * 1000)),
-  'time-micros': logical((us: number) => timeOfDay(us)),
-  'timestamp-millis': logical((ms: number) => naiveDateTime(ms, 0)),
-  'timestamp-micros': logical((us: number) => naiveDateTime(Math.floor(us / 1000), (((us % 1000) + 1000) % 1000) * 1000)),
-  'local-timestamp-millis': logical((ms: number) => naiveDateTime(ms, 0)),
-  'local-timestamp-micros': logical((us: number) => naiveDateTime(Math.floor(us / 1000), (((us % 1000) + 1000) % 1000) * 1000)),
+  // Longs may come as BigInt (EXACT_LONG); times beyond ±2^53 µs are far outside any calendar.
+  'time-micros': logical((us: number | bigint) => timeOfDay(Number(us))),
+  'timestamp-millis': logical((ms: number | bigint) => naiveDateTime(Number(ms), 0)),
+  'timestamp-micros': logical((v: number | bigint) => { const us = Number(v); return naiveDateTime(Math.floor(us / 1000), (((us % 1000) + 1000) % 1000) * 1000); }),
+  'local-timestamp-millis': logical((ms: number | bigint) => naiveDateTime(Number(ms), 0)),
+  'local-timestamp-micros': logical((v: number | bigint) => { const us = Number(v); return naiveDateTime(Math.floor(us / 1000), (((us % 1000) + 1000) % 1000) * 1000); }),
   decimal: logical((b: Buffer) => Array.from(b)),
   duration: logical((b: Buffer) => ({ months: b.readUInt32LE(0), days: b.readUInt32LE(4), millis: b.readUInt32LE(8) })),
 };
@@ -88,6 +117,7 @@ function converter(type: any, memo: Map<unknown, Convert>): Convert {
   memo.set(type, lazy);
   const name: string = type.typeName;
   if (name.startsWith('logical:')) impl = (v) => v as JsonValue;
+  else if (name === 'abstract:long') impl = (v: number | bigint) => (typeof v === 'bigint' ? rawJson(String(v)) : v);
   else if (name === 'float' || name === 'double') impl = (v: number) => (Number.isFinite(v) ? v : Number.isNaN(v) ? 'NaN' : v > 0 ? 'inf' : '-inf');
   else if (name === 'bytes' || name === 'fixed') impl = (v: Buffer) => v.toString('base64');
   else if (name === 'array') {
@@ -257,7 +287,7 @@ export class AvroRecordParser {
     if (!schemaText) throw this.#corrupt('the header has no avro.schema', 0);
     let type: any;
     try {
-      type = avro.Type.forSchema(JSON.parse(schemaText.toString('utf8')), { wrapUnions: true, logicalTypes: LOGICAL_TYPES as any });
+      type = avro.Type.forSchema(JSON.parse(schemaText.toString('utf8')), { wrapUnions: true, logicalTypes: LOGICAL_TYPES as any, registry: { long: EXACT_LONG }, typeHook: exactLongHook });
     } catch (err) {
       throw this.#corrupt(`invalid writer schema: ${(err as Error).message}`, 0, err);
     }

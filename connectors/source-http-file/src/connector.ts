@@ -17,6 +17,8 @@ import type { ParsedBatch } from './parallel.ts';
 import { checkParserConfig, parseFile } from './pipeline.ts';
 import { captureParquet, checkParquetCompression, discoverParquet, hasParquetMagic, parquetBy } from './parquet-capture.ts';
 import { configSchema, hiddenParserOptionsSchema, resourceSchema } from './schema.ts';
+import { DISCOVER_MAX_RECORDS, SchemaInference } from './discover-schema.ts';
+export { inferSchema } from './discover-schema.ts';
 import type { CsvResume } from './csv.ts';
 import { Decorator, isCustomDecoration, META_OFFSET, pointerTokens } from './decorate.ts';
 import { fileDonePatch, formatTime, horizonOf, midFilePatch, patchChanges, readState, skipReason, sweepDonePatch } from './state.ts';
@@ -25,7 +27,6 @@ import type { EndpointConfig, ResourceConfig } from './schema.ts';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/source-http-file';
 export const DEFAULT_CHECKPOINT_EVERY = 10_000;
-const DISCOVER_SAMPLE_RECORDS = 1000;
 
 export interface ConnectorOptions {
   /** HTTP timeouts and retry policy (tests shorten them). */
@@ -189,60 +190,6 @@ export async function checkFormatConfig(config: EndpointConfig): Promise<void> {
     const { compileMessageType } = await import('./protobuf.ts');
     compileMessageType(format.config.protoFile, format.config.message);
   }
-}
-
-// ------------------------------------------------------------------------------------------------
-// Discover: a document schema inferred from a sample.
-
-const INTEGER = /^-?\d+$/;
-const NUMBER = /^-?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?$/;
-const DATE = /^\d{4}-\d{2}-\d{2}$/;
-const DATE_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/;
-const FORMATS: [string, (s: string) => boolean][] = [
-  ['integer', (s) => INTEGER.test(s)],
-  ['number', (s) => NUMBER.test(s)],
-  ['boolean', (s) => s === 'true' || s === 'false'],
-  ['date', (s) => DATE.test(s) && !Number.isNaN(Date.parse(s))],
-  ['date-time', (s) => DATE_TIME.test(s) && !Number.isNaN(Date.parse(s))],
-];
-
-interface FieldStats { types: Set<string>; formats: Set<string> | null; strings: number }
-
-export function inferSchema(sample: JsonObject[]): JsonSchema {
-  const fields = new Map<string, FieldStats>();
-  for (const record of sample) {
-    for (const [key, value] of Object.entries(record)) {
-      if (key === '_meta') continue;
-      let s = fields.get(key);
-      if (!s) { s = { types: new Set(), formats: null, strings: 0 }; fields.set(key, s); }
-      const t = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value === 'number' ? (Number.isInteger(value) ? 'integer' : 'number') : typeof value;
-      s.types.add(t);
-      if (typeof value === 'string') {
-        const fits = new Set(FORMATS.filter(([, test]) => test(value)).map(([f]) => f));
-        s.formats = s.formats === null ? fits : new Set([...s.formats].filter((f) => fits.has(f)));
-        s.strings++;
-      }
-    }
-  }
-  const properties: Record<string, JsonValue> = {
-    _meta: {
-      type: 'object',
-      properties: {
-        file: { type: 'string', description: 'The key of the source file, added automatically by Flow' },
-        offset: { type: 'integer', minimum: 0, description: 'The offset of the record within the source file, added automatically by Flow' },
-      },
-      required: ['file', 'offset'],
-    },
-  };
-  for (const [key, s] of fields) {
-    const types = [...s.types];
-    if (types.includes('integer') && types.includes('number')) types.splice(types.indexOf('integer'), 1);
-    const prop: JsonObject = { type: types.length === 1 ? (types[0] as string) : types.sort() };
-    const format = s.strings > 0 && s.formats ? FORMATS.map(([f]) => f).find((f) => s.formats?.has(f)) : undefined;
-    if (format) prop['format'] = format;
-    properties[key] = prop;
-  }
-  return { type: 'object', 'x-infer-schema': true, required: ['_meta'], properties };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -480,7 +427,9 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       const headMeta = metaOf(config, head);
       if (parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType) !== null) return parquetFile(null);
       let info: FileInfo | null = null;
-      const sample: JsonObject[] = [];
+      const inference = new SchemaInference();
+      let csv = false;
+      let complete = true;
       const body = client.get({ onResponse: (i) => { info = i; } });
       const it = body[Symbol.asyncIterator]();
       const first = await it.next();
@@ -498,16 +447,17 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
         }
       })();
       if ((config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(first.value)) return parquetFile(replay);
-      const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser);
+      // The whole file when it has at most DISCOVER_MAX_RECORDS records, so the schema holds for all of them.
+      const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser, { onFormat: (f) => { csv = f.type === 'csv'; } });
       try {
         for await (const batch of parsed) {
-          for (const r of batch) if (sample.length < DISCOVER_SAMPLE_RECORDS) sample.push(r);
-          if (sample.length >= DISCOVER_SAMPLE_RECORDS) break;
+          for (const r of batch) inference.add(r);
+          if (inference.records > DISCOVER_MAX_RECORDS) { complete = false; break; }
         }
       } finally {
         await parsed.return(undefined);
       }
-      return binding(inferSchema(sample));
+      return binding(inference.schema({ complete, csv }));
     },
 
     async validate(ctx) {

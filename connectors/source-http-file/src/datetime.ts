@@ -5,6 +5,8 @@
 // formats RFC 3339), and a zero fraction is dropped. Anything else is left untouched.
 import type { JsonValue } from '@sluice/runtime';
 
+const isRawJson = (JSON as unknown as { isRawJSON(value: unknown): boolean }).isRawJSON;
+
 function digitBytes(s: Uint8Array, at: number, count: number): boolean {
   for (let k = at; k < at + count; k++) {
     const c = s[k] as number;
@@ -130,6 +132,7 @@ export class DatetimeNormalizer {
   value(v: JsonValue): JsonValue {
     if (typeof v === 'string') return this.string(v);
     if (v === null || typeof v !== 'object') return v;
+    if (isRawJson(v)) return v; // an exact integer (json.ts, avro.ts)
     if (Array.isArray(v)) {
       for (let i = 0; i < v.length; i++) v[i] = this.value(v[i] as JsonValue);
       return v;

@@ -36,7 +36,7 @@ export function expectedAvroDoc(i: number): Record<string, unknown> {
   const ms = at.getUTCMilliseconds();
   return {
     id: i, name: i % 2 ? `n${i}` : null, either: i % 3 ? i : `s${i}`,
-    at: `${at.toISOString().slice(0, 19)}${ms ? `.${String(ms).padStart(3, '0')}` : ''}Z`,
+    at: `${at.toISOString().slice(0, 19)}${ms ? `.${String(ms).padStart(3, '0').replace(/0+$/, '')}` : ''}Z`,
     day: new Date((18_000 + i) * 86_400_000).toISOString().slice(0, 10), price: [0, i % 256], raw: Buffer.from(`r${i}`).toString('base64'),
     ratio: i === 1 ? 'NaN' : i / 4, kind: i % 2 ? 'BIKE' : 'SCOOTER', tags: { t: i }, stops: [`a${i}`],
   };
