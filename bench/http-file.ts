@@ -1,6 +1,7 @@
 // Benchmark: source-http-file capturing a generated CSV (gzip and zstd) over loopback HTTP through
-// the protocol (spawned bin, stdout to /dev/null), against Miller (`mlr --icsv --ojsonl cat`) and
-// decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
+// the protocol (spawned bin, stdout to /dev/null), against Miller (`mlr --icsv --ojsonl cat`), DuckDB
+// (`read_csv` of the same file to JSON lines, 2 threads, whole process; skipped with a note when
+// @duckdb/node-api is missing) and decompression alone (`zcat`, `zstd -dc`) on the same files, plus csv-parse vs our CSV core on the
 // decoded text (the hot-path decision), and the opt-in parser thread (SLUICE_HTTP_FILE_WORKER=1) beside the
 // default (one JS thread; zlib works on Node's threadpool). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
@@ -59,6 +60,28 @@ if (process.argv[2] === '--in-process-child') {
   process.stderr.write(`captured ${docs} documents\n`);
   if (process.env['BENCH_MEM']) process.stderr.write(`${JSON.stringify(process.memoryUsage())} ${JSON.stringify((await import('node:v8')).getHeapSpaceStatistics().map((s) => [s.space_name, Math.round(s.space_size / 1e6)]))}\n`);
   process.exit(0);
+}
+
+// Child mode: DuckDB (`@duckdb/node-api`, a root devDependency), the peer a user would pick: read_csv of
+// the same compressed file written as JSON lines to stdout, 2 threads. Timed as a whole process.
+if (process.argv[2] === '--duckdb-child') {
+  const { DuckDBInstance } = await import('@duckdb/node-api');
+  const instance = await DuckDBInstance.create(':memory:', { threads: '2' });
+  const connection = await instance.connect();
+  const file = (process.argv[3] as string).replaceAll("'", "''");
+  await connection.run(`COPY (SELECT * FROM read_csv('${file}')) TO '/dev/stdout' (FORMAT json, USE_TMP_FILE false)`);
+  connection.closeSync();
+  process.exit(0);
+}
+
+/** Whether the DuckDB peer can run; otherwise how to get it (printed, and the peer is skipped). */
+async function duckdbMissing(): Promise<string | null> {
+  try {
+    await import('@duckdb/node-api');
+    return null;
+  } catch (err) {
+    return `DuckDB peer skipped: @duckdb/node-api is not installed (${(err as Error).message.split('\n')[0]}); install it with \`npm install\` at the repository root (it is a root devDependency) or \`npm install -D @duckdb/node-api\``;
+  }
 }
 
 const argRows = process.argv.indexOf('--rows');
@@ -238,6 +261,8 @@ async function main(): Promise<void> {
   const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
   if (z.status !== 0) throw new Error('zstd failed: install the Debian package zstd');
   console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB (${fmt(rawBytes / ROWS)} bytes/row), gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB\n`);
+  const duckdbSkip = await duckdbMissing();
+  if (duckdbSkip !== null) console.log(duckdbSkip);
   const server = await serve();
   try {
     for (const [kind, file, decompressCmd, mlrCmd] of [
@@ -264,13 +289,15 @@ async function main(): Promise<void> {
       const ours = await capture(server.url(file));
       if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
       const mlr = timed(mlrCmd);
+      const duck = duckdbSkip === null ? timed(`${process.execPath} ${SELF} --duckdb-child ${csvPath}.${kind === 'gzip' ? 'gz' : 'zst'}`) : null;
       const dec = timed(decompressCmd);
       const rate = (s: number): number => ROWS / s;
       console.log([
         `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB${rawBytes >= 1e9 ? ` (target on a 1 GB file < 150 MB: ${ours.rssMb < 150 ? 'met' : 'NOT met'})` : ''}, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
         `${threadLine.slice(0, -1)} → ${fmt(ours.secs / threaded.secs, 2)}× the default)`,
         `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s, CPU ${fmt(direct.cpu, 2)} s)`,
-        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (target ≥ 2×: ${mlr.secs / ours.secs >= 2 ? 'met' : 'NOT met'}; open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`,
+        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (target ≥ 2.5×: ${mlr.secs / ours.secs >= 2.5 ? 'met' : 'NOT met'}; open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`,
+        duck === null ? `${kind}: ${duckdbSkip}` : `${kind}: DuckDB (2 threads) ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s, CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(duck.secs / ours.secs, 2)}× DuckDB's rows/s (target ≥ 1.5×: ${duck.secs / ours.secs >= 1.5 ? 'met' : 'NOT met'})`,
         `${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`,
         '',
       ].join('\n'));
