@@ -291,7 +291,7 @@ export class AvroRecordParser {
     } catch (err) {
       throw this.#corrupt(`invalid writer schema: ${(err as Error).message}`, 0, err);
     }
-    if (type.typeName !== 'record') throw this.#corrupt(`the top-level schema must be a record, found '${type.typeName}'`, 0);
+    if (type.typeName !== 'record') throw this.#corrupt(`the top-level schema must be a record, found '${type.typeName === 'abstract:long' ? 'long' : type.typeName}'`, 0);
     this.#header = { codec, codecName, sync: Buffer.from(buf.subarray(pos, pos + 16)), convert: converter(type, new Map()), type };
     this.#offset += pos + 16;
     this.#buf = buf.subarray(pos + 16);
