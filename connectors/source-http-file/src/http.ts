@@ -487,7 +487,8 @@ export class HttpClient {
         first = false;
         options.onResponse?.(info);
         validator ??= { etag: info.etag, lastModified: info.lastModified };
-        if (total === null && res.statusCode === 200 && !info.contentEncoding) total = info.contentLength;
+        // The size of what is read: a 200's own Content-Length wins over what HEAD said.
+        if (res.statusCode === 200 && !info.contentEncoding && info.contentLength !== null) total = info.contentLength;
       }
       let skip = 0;
       if (received > 0 || limit !== null) {
