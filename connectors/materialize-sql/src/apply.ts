@@ -20,18 +20,28 @@ export interface ApplyPlanInput {
   dialect: Dialect;
   checkpointsTable: string[];
   bindings: ApplyBinding[];
+  /**
+   * Upstream's backfill flags: `always_drop_tables_on_backfill` drops and re-creates even a compatible table;
+   * `retain_existing_data_on_backfill` keeps a compatible table's rows (no TRUNCATE) and refuses a backfill that
+   * would have to re-create the table.
+   */
+  featureFlags?: Readonly<Record<string, boolean>>;
 }
 
 function sameName(dialect: Dialect, a: string, b: string): boolean {
   return dialect.caseInsensitiveColumns ? a.toLowerCase() === b.toLowerCase() : a === b;
 }
 
+function sameKey(a: string[] | undefined, b: string[] | undefined): boolean {
+  return (a ?? []).length === (b ?? []).length && (a ?? []).every((k, i) => k === b?.[i]);
+}
+
 /** Statements for one binding's table. */
-export function planTable(dialect: Dialect, b: ApplyBinding): string[] {
+export function planTable(dialect: Dialect, b: ApplyBinding, featureFlags: Readonly<Record<string, boolean>> = {}): string[] {
   const t = dialect.templates;
   const { table, existing } = b;
   if (existing === undefined || existing.columns.length === 0) return [t.createTable(table)];
-  const backfilled = b.last !== undefined && (b.spec.backfill ?? 0) > (b.last.backfill ?? 0);
+  const backfilled = b.last !== undefined && (b.spec.backfill ?? 0) !== (b.last.backfill ?? 0);
 
   const adds = [];
   const changes: ColumnChange[] = [];
@@ -67,8 +77,16 @@ export function planTable(dialect: Dialect, b: ApplyBinding): string[] {
   }
 
   if (backfilled) {
-    if (needsRecreate !== undefined) return [t.dropTable(table), t.createTable(table)];
-    const out = [t.truncateTable(table)];
+    // As upstream: a changed collection key always re-creates; the flags force or forbid re-creating.
+    if (!sameKey(b.last?.collection.key, b.spec.collection.key)) needsRecreate ??= `the collection key changed (${(b.last?.collection.key ?? []).join(', ')} → ${(b.spec.collection.key ?? []).join(', ')})`;
+    if (featureFlags.always_drop_tables_on_backfill === true) needsRecreate ??= 'the always_drop_tables_on_backfill feature flag is set';
+    if (needsRecreate !== undefined) {
+      if (featureFlags.retain_existing_data_on_backfill === true) {
+        throw new SqlConfigError(`backfill for binding ${JSON.stringify(table.path)} requires dropping and re-creating the table (${needsRecreate}), but the 'retain_existing_data_on_backfill' feature flag is enabled. Disable the feature flag by removing 'retain_existing_data_on_backfill' from 'advanced.feature_flags' in the endpoint configuration`);
+      }
+      return [t.dropTable(table), t.createTable(table)];
+    }
+    const out = featureFlags.retain_existing_data_on_backfill === true ? [] : [t.truncateTable(table)];
     if (changes.length > 0) out.push(...t.alterColumns(table, existing, changes));
     if (adds.length > 0) out.push(...t.addColumns(table, adds));
     return out;
@@ -92,7 +110,7 @@ export function planApply(input: ApplyPlanInput, checkpointsTableExists: boolean
   for (const p of [input.checkpointsTable, ...input.bindings.map((b) => b.table.path)]) if (p.length > 1) schemas.add(p[0]!);
   for (const s of schemas) out.push(...t.createSchema(s));
   if (!checkpointsTableExists) out.push(t.createCheckpointsTable(input.checkpointsTable));
-  for (const b of input.bindings) out.push(...planTable(dialect, b));
+  for (const b of input.bindings) out.push(...planTable(dialect, b, input.featureFlags));
   return out;
 }
 

@@ -4,11 +4,14 @@
 // from), and inserts a row for exactly our range if none exists. Every commit then updates our row
 // `WHERE fence = <ours>`: an instance opened after us has bumped it, so a stale instance updates zero rows
 // and its whole transaction (data included) rolls back.
+// The checkpoint column holds upstream's format (base64 protobuf consumer.Checkpoint, see checkpoint.ts): a fresh
+// row starts with the explicit zero checkpoint, and a row split from a covering parent starts with the parent's.
 import type { RuntimeCheckpoint } from '@sluice/runtime';
 import type { Connection } from './client.ts';
 import { inTransaction } from './client.ts';
 import type { Dialect } from './dialect.ts';
-import { FencedError, SqlError } from './errors.ts';
+import { FencedError } from './errors.ts';
+import { EXPLICIT_ZERO_CHECKPOINT, checkpointFromText, checkpointToText } from './checkpoint.ts';
 
 export interface FenceSpec {
   /** Path of the checkpoints table (`[flow_checkpoints_v1]` or `[schema, flow_checkpoints_v1]`). */
@@ -20,19 +23,11 @@ export interface FenceSpec {
 
 export interface Fence extends FenceSpec {
   fence: number;
-  /** The runtime checkpoint last committed with our data; undefined when nothing was ever committed. */
+  /**
+   * The runtime checkpoint last committed with our data (`{}` for upstream's explicit zero checkpoint: start from
+   * the beginning); undefined when the row holds nothing (an earlier Sluice fresh row).
+   */
   checkpoint: RuntimeCheckpoint | undefined;
-}
-
-function parseCheckpoint(text: unknown): RuntimeCheckpoint | undefined {
-  if (text === null || text === undefined || text === '') return undefined;
-  try {
-    const v: unknown = JSON.parse(String(text));
-    if (v !== null && typeof v === 'object' && !Array.isArray(v)) return v as RuntimeCheckpoint;
-  } catch (cause) {
-    throw new SqlError(`the checkpoints table holds a checkpoint that is not JSON; was it written by another tool?`, { cause });
-  }
-  throw new SqlError(`the checkpoints table holds a checkpoint that is not a JSON object`);
 }
 
 /** Install the fence (see the file comment). Returns our fence and the recovered checkpoint. */
@@ -44,7 +39,7 @@ export async function installFence(conn: Connection, dialect: Dialect, spec: Fen
     const rows = await conn.query(t.fenceSelect(path, materialization, keyBegin, keyEnd));
     const row = rows[0];
     let fence = 0;
-    let checkpointText = '';
+    let checkpointText = EXPLICIT_ZERO_CHECKPOINT;
     let exact = false;
     if (row !== undefined) {
       fence = Number(row.fence);
@@ -52,13 +47,13 @@ export async function installFence(conn: Connection, dialect: Dialect, spec: Fen
       exact = Number(row.key_begin) === keyBegin && Number(row.key_end) === keyEnd;
     }
     if (!exact) await conn.exec(t.fenceInsert(path, materialization, keyBegin, keyEnd, fence, checkpointText));
-    return { ...spec, fence, checkpoint: parseCheckpoint(checkpointText) };
+    return { ...spec, fence, checkpoint: checkpointFromText(checkpointText, `checkpoints table ${path.join('.')}`) };
   });
 }
 
 /** Write the checkpoint under the fence, inside the caller's open transaction. Throws FencedError if fenced off. */
 export async function commitCheckpoint(conn: Connection, dialect: Dialect, fence: Fence, checkpoint: RuntimeCheckpoint): Promise<void> {
-  const sql = dialect.templates.checkpointUpdate(fence.path, fence.materialization, fence.keyBegin, fence.keyEnd, fence.fence, JSON.stringify(checkpoint));
+  const sql = dialect.templates.checkpointUpdate(fence.path, fence.materialization, fence.keyBegin, fence.keyEnd, fence.fence, checkpointToText(checkpoint));
   const n = await conn.exec(sql);
   if (n < 1) {
     throw new FencedError(`This instance was fenced off by another: materialization '${fence.materialization}' (keys ${fence.keyBegin}–${fence.keyEnd}) was opened again since fence ${fence.fence}; this commit was rolled back`);

@@ -15,6 +15,7 @@ export type { FieldsConfig, SelectFieldsOptions } from './field-selection.ts';
 export { describeTable, planApply, planTable, runApply } from './apply.ts';
 export type { ApplyBinding, ApplyPlanInput } from './apply.ts';
 export { commitCheckpoint, installFence } from './fence.ts';
+export { EXPLICIT_ZERO_CHECKPOINT, checkpointFromText, checkpointToText, decodeCheckpoint, encodeCheckpoint } from './checkpoint.ts';
 export type { Fence, FenceSpec } from './fence.ts';
 export { FLOW_DELETE_COLUMN, SqlTransactor } from './transactor.ts';
 export type { SqlTransactorOptions } from './transactor.ts';

@@ -2,7 +2,7 @@
 // database; the endpoint supplies the dialect, the client and how configs map to paths and options.
 import type {
   ConnectorSpecInfo, Logger, MaterializationBindingSpec, MaterializationSpec, MaterializeConnector,
-  MaterializeValidatedBinding,
+  MaterializeOpenedResponse, MaterializeValidatedBinding,
 } from '@sluice/runtime';
 import type { Client } from './client.ts';
 import type { Dialect } from './dialect.ts';
@@ -23,6 +23,15 @@ export interface SqlEndpoint<Config, Resource> extends ConnectorSpecInfo {
   hardDelete(config: Config): boolean;
   /** Path of the checkpoints table. */
   checkpointsTable(config: Config): string[];
+  /**
+   * Upstream's `advanced.feature_flags`, parsed over the connector's defaults. Endpoints with flags get upstream's
+   * rules: a new binding onto an existing table is refused unless `allow_existing_tables_for_new_bindings`, the
+   * backfill flags shape Apply, and Opened asks the runtime to disable its load optimization when existing rows may
+   * need merging. Without it (SQLite) existing tables are adopted and the load optimization stays on.
+   */
+  featureFlags?(config: Config): Readonly<Record<string, boolean>>;
+  /** `advanced.no_flow_document`: the root document is optional for standard updates (loads rebuild it from columns). */
+  noFlowDocument?(config: Config): boolean;
 }
 
 const FULL_RANGE_END = 0xffffffff;
@@ -31,8 +40,10 @@ function samePath(a: string[] | undefined, b: string[]): boolean {
   return a !== undefined && a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
+/** The same resource path's binding in the last spec; a disabled (inactive) one counts too, as upstream. */
 function lastBinding(last: MaterializationSpec | undefined, path: string[]): MaterializationBindingSpec | undefined {
-  return last?.bindings?.find((b) => samePath(b.resourcePath, path));
+  return last?.bindings?.find((b) => samePath(b.resourcePath, path))
+    ?? (last?.inactiveBindings as MaterializationBindingSpec[] | undefined)?.find((b) => samePath(b?.resourcePath, path));
 }
 
 export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config, Resource>): MaterializeConnector<Config, Resource> {
@@ -54,10 +65,13 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
           const deltaUpdates = ep.deltaUpdates(b.resource);
           const existing = conn === undefined ? undefined : await describeTable(conn, dialect, path);
           const last = lastBinding(ctx.lastMaterialization, path);
+          const featureFlags = ep.featureFlags?.(ctx.config);
           const constraints = validateBinding(dialect, {
             path, deltaUpdates, collection: b.collection, fieldConfig: b.fieldConfig, backfill: b.backfill,
             ...(existing === undefined ? {} : { existing }),
             ...(last === undefined ? {} : { last }),
+            ...(featureFlags === undefined ? {} : { featureFlags }),
+            noFlowDocument: ep.noFlowDocument?.(ctx.config) === true,
           });
           const v: MaterializeValidatedBinding = { resourcePath: path, constraints, deltaUpdates };
           if (dialect.caseInsensitiveColumns) v.caseInsensitiveFields = true;
@@ -80,7 +94,10 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
           const table = buildTable(dialect, b.index, path, { ...b.spec, deltaUpdates: b.spec.deltaUpdates ?? ep.deltaUpdates(b.resource) });
           return last === undefined ? { table, spec: b.spec } : { table, spec: b.spec, last };
         });
-        const statements = await runApply(conn, { dialect, checkpointsTable: ep.checkpointsTable(ctx.config), bindings }, ctx.dryRun);
+        const featureFlags = ep.featureFlags?.(ctx.config);
+        const statements = await runApply(conn, {
+          dialect, checkpointsTable: ep.checkpointsTable(ctx.config), bindings, ...(featureFlags === undefined ? {} : { featureFlags }),
+        }, ctx.dryRun);
         if (statements.length > 0) ctx.log.info(ctx.dryRun ? 'apply (dry run): statements not executed' : 'applied', { statements: statements.length });
         return { actionDescription: statements.join('\n') };
       } finally {
@@ -109,7 +126,12 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
         ctx.log.info('opened', { fence: fence.fence, recovered: fence.checkpoint !== undefined, bindings: tables.length });
         // Destination-authoritative: the checkpoint committed with our data is where the runtime resumes.
         // None (nothing committed yet) is `{}`: start from the beginning.
-        return { transactor, opened: { runtimeCheckpoint: fence.checkpoint ?? {} } };
+        const opened: MaterializeOpenedResponse = { runtimeCheckpoint: fence.checkpoint ?? {} };
+        // As upstream: tables adopted for new bindings, or kept through a backfill, hold rows the runtime's
+        // load optimization does not know of; every key must be loaded so they are merged, not duplicated.
+        const flags = ep.featureFlags?.(ctx.config);
+        if (flags?.allow_existing_tables_for_new_bindings === true || flags?.retain_existing_data_on_backfill === true) opened.disableLoadOptimization = true;
+        return { transactor, opened };
       } catch (err) {
         await storeConn.close().catch(() => undefined);
         await loadConn?.close().catch(() => undefined);

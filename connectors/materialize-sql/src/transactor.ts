@@ -228,14 +228,16 @@ export class SqlTransactor implements Transactor {
         st = { table: t, write, del, writeMany: many === undefined ? undefined : this.#prepare(many, 'storeRows'), rows: many === undefined ? 1 : rows, params: [], count: 0 };
         states[s.binding] = st;
       }
-      if (s.delete && st.del !== undefined) {
-        // A deletion of a key never stored has nothing to delete. Rows before it are written first (order).
-        if (s.exists) {
+      if (hardDelete && s.delete) {
+        // With hard deletes a deletion of a key never stored is skipped, standard or delta (as upstream).
+        if (!s.exists) continue;
+        if (st.del !== undefined) {
+          // Rows before it are written first (order).
           await this.#flushDirect(st);
           const r = st.del.run(this.#params(t.keys, s.key, 'key', t));
           if (typeof r !== 'number') await r;
+          continue;
         }
-        continue;
       }
       if (st.writeMany === undefined) {
         const r = st.write.run(this.#rowOf(t, s));
@@ -326,9 +328,9 @@ export class SqlTransactor implements Transactor {
     const storeTable = tpl.storeTable;
     this.#stagingStats.store = await stageByBinding(stores, (s) => {
       const t = this.#table(s.binding);
+      // With hard deletes a deletion of a key never stored is skipped, standard or delta (as upstream).
+      if (hardDelete && s.delete && !s.exists) return undefined;
       const del = hardDelete && !t.deltaUpdates && s.delete;
-      // A deletion of a key never stored has nothing to delete.
-      if (del && !s.exists) return undefined;
       const row: SqlParam[] = this.#rowOf(t, s);
       row.push(del);
       let state = this.#staged.get(s.binding);

@@ -9,7 +9,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DecodedLoad, DecodedStore } from '@sluice/runtime';
-import { buildTable, estimateRowBytes, makeQuoter, SqlTransactor, stageByBinding } from '../src/index.ts';
+import { buildTable, checkpointToText, estimateRowBytes, makeQuoter, SqlTransactor, stageByBinding } from '../src/index.ts';
 import type { BulkTarget, Connection, Dialect, SqlParam, SqlRow, StatementTemplates, Table } from '../src/index.ts';
 
 const quote = makeQuoter(new Set(['key']));
@@ -119,10 +119,10 @@ test('one binding: the bulk load receives an async iterable and consumes each st
   const gaps: number[] = [];
   storeConn.onRow = () => { consumed++; gaps.push(produced[0]! - consumed); };
   await tx.store(lockstep(500, (i) => store(0, i, `v${i}`), () => consumed, produced));
-  await tx.startCommit({ n: 1 });
+  await tx.startCommit({ sources: { n: { readThrough: '1' } } });
   assert.equal(consumed, 500);
   assert.equal(Math.max(...gaps), 0, 'no store was produced before the previous one was consumed');
-  assert.deepEqual(storeConn.calls, ['CREATE #store_0', 'CREATE #store_1', 'CREATE #store_2', 'BEGIN', 'BULK #store_0 500', 'COPY std', 'TRUNCATE #store_0', 'CHECKPOINT 3 {"n":1}', 'COMMIT']);
+  assert.deepEqual(storeConn.calls, ['CREATE #store_0', 'CREATE #store_1', 'CREATE #store_2', 'BEGIN', 'BULK #store_0 500', 'COPY std', 'TRUNCATE #store_0', `CHECKPOINT 3 ${checkpointToText({ sources: { n: { readThrough: '1' } } })}`, 'COMMIT']);
   assert.equal(tx.stagingStats.store?.bulkLoads, 1);
   assert.equal(tx.stagingStats.store?.live, 0);
 });
@@ -177,11 +177,11 @@ test('interleaved bindings: ONE bulk load each, the first binding live, the othe
     input.push(store(2, 1000, 'gone', { exists: true, delete: true }), store(2, 1001, 'never', { delete: true }));
     async function* src() { yield* input; }
     await tx.store(src());
-    await tx.startCommit({ t: 1 });
+    await tx.startCommit({ sources: { t: { readThrough: '1' } } });
     assert.deepEqual(storeConn.calls.slice(3), [
       'BEGIN', 'BULK #store_0 400', 'BULK #store_1 400', 'BULK #store_2 201',
       'MERGE std', 'TRUNCATE #store_0', 'COPY delta', 'TRUNCATE #store_1', 'MERGE other', 'TRUNCATE #store_2',
-      'CHECKPOINT 3 {"t":1}', 'COMMIT',
+      `CHECKPOINT 3 ${checkpointToText({ sources: { t: { readThrough: '1' } } })}`, 'COMMIT',
     ]);
     const rows = (t: string) => storeConn.bulk.find((b) => b.target === t)!.rows;
     assert.deepEqual(rows('#store_1').map((r) => r[1]), Array.from({ length: 400 }, (_, i) => `d${i}`), 'spilled rows come back whole and in order');

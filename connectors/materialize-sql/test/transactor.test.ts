@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { DecodedLoad, DecodedStore } from '@sluice/runtime';
-import { buildTable, FencedError, installFence, makeQuoter, SqlTransactor } from '../src/index.ts';
+import { buildTable, checkpointToText, FencedError, installFence, makeQuoter, SqlTransactor } from '../src/index.ts';
 import type { BulkTarget, Connection, Dialect, SqlParam, SqlRow, StatementTemplates, Table } from '../src/index.ts';
 
 const quote = makeQuoter(new Set(['key']));
@@ -77,50 +77,52 @@ async function setup(hardDelete: boolean, fenceRow?: SqlRow) {
   return { loadConn, storeConn, fence, tx: new SqlTransactor({ dialect, loadConn, storeConn, tables: [std, delta], fence, hardDelete }) };
 }
 
-test('fence: no row → fence 0, no checkpoint, a row inserted for our range; a covering row → its fence and checkpoint', async () => {
+test('fence: no row → fence 0, a row inserted for our range holding the explicit zero checkpoint; a covering row → its fence and checkpoint', async () => {
   const conn = new FakeConnection();
   const f = await installFence(conn, dialect, { path: ['ckpt'], materialization: 'm', keyBegin: 0, keyEnd: 99 });
-  assert.deepEqual([f.fence, f.checkpoint], [0, undefined]);
-  assert.deepEqual(conn.calls, ['BEGIN', 'BUMP', 'SELECT FENCE', 'INSERT FENCE 0-99 0 ', 'COMMIT']);
+  assert.deepEqual([f.fence, f.checkpoint], [0, {}], 'the explicit zero checkpoint reads as the empty checkpoint: start from the beginning');
+  assert.deepEqual(conn.calls, ['BEGIN', 'BUMP', 'SELECT FENCE', 'INSERT FENCE 0-99 0 +P///w8B', 'COMMIT']);
+  const parent = checkpointToText({ sources: { 'a/b;m': { readThrough: '12' } } });
   const c2 = new FakeConnection();
-  c2.fenceRow = { fence: 5, key_begin: 0, key_end: 4294967295, checkpoint: '{"sources":{}}' };
+  c2.fenceRow = { fence: 5, key_begin: 0, key_end: 4294967295, checkpoint: parent };
   const f2 = await installFence(c2, dialect, { path: ['ckpt'], materialization: 'm', keyBegin: 0, keyEnd: 99 });
-  assert.deepEqual([f2.fence, f2.checkpoint], [5, { sources: {} }]);
-  assert.equal(c2.calls[3], 'INSERT FENCE 0-99 5 {"sources":{}}', 'a split child starts from its parent checkpoint');
+  assert.deepEqual([f2.fence, f2.checkpoint], [5, { sources: { 'a/b;m': { readThrough: '12' } } }]);
+  assert.equal(c2.calls[3], `INSERT FENCE 0-99 5 ${parent}`, 'a split child starts from its parent checkpoint');
   const c3 = new FakeConnection();
   c3.fenceRow = { fence: 1, key_begin: 0, key_end: 99, checkpoint: 'not json' };
-  await assert.rejects(installFence(c3, dialect, { path: ['ckpt'], materialization: 'm', keyBegin: 0, keyEnd: 99 }), /checkpoint that is not JSON/);
+  await assert.rejects(installFence(c3, dialect, { path: ['ckpt'], materialization: 'm', keyBegin: 0, keyEnd: 99 }), /checkpoints table ckpt holds a checkpoint that is neither base64 protobuf nor JSON/);
   assert.ok(c3.calls.includes('ROLLBACK'));
 });
 
-test('staged flow: new keys are copied, existing keys merged, deletes flagged, unknown deletes skipped, one transaction with the checkpoint', async () => {
+test('staged flow: new keys are copied, existing keys merged, deletes flagged, unknown deletes skipped (delta too), one transaction with the checkpoint', async () => {
   const { storeConn, tx } = await setup(true);
-  await tx.store(iter([store(0, 1, 'a'), store(0, 2, 'b', { exists: true }), store(0, 3, 'c', { exists: true, delete: true }), store(0, 4, 'd', { delete: true }), store(1, 1, 'x'), store(1, 1, 'y')]));
+  await tx.store(iter([store(0, 1, 'a'), store(0, 2, 'b', { exists: true }), store(0, 3, 'c', { exists: true, delete: true }), store(0, 4, 'd', { delete: true }), store(1, 1, 'x'), store(1, 5, 'gone', { delete: true }), store(1, 1, 'y')]));
   await tx.startCommit({ sources: { j: { readThrough: '7' } } });
   assert.deepEqual(storeConn.calls, [
     'CREATE #store_0', 'CREATE #store_1', 'BEGIN',
     'BULK #store_0 (id,v,flow_document,_flow_delete) 3', 'BULK #store_1 (id,v,_flow_delete) 2',
     'MERGE std', 'TRUNCATE #store_0', 'COPY delta', 'TRUNCATE #store_1',
-    'CHECKPOINT 0 {"sources":{"j":{"readThrough":"7"}}}', 'COMMIT',
+    `CHECKPOINT 0 ${checkpointToText({ sources: { j: { readThrough: '7' } } })}`, 'COMMIT',
   ]);
   assert.deepEqual(storeConn.bulk[0]!.rows.map((r) => [r[0], r[3]]), [[1, false], [2, false], [3, true]]);
   // Next transaction: only new keys → a direct copy, temp tables are not re-created.
   storeConn.calls = [];
   await tx.store(iter([store(0, 9, 'z')]));
   await tx.startCommit({});
-  assert.deepEqual(storeConn.calls, ['BEGIN', 'BULK #store_0 (id,v,flow_document,_flow_delete) 1', 'COPY std', 'TRUNCATE #store_0', 'CHECKPOINT 0 {}', 'COMMIT']);
+  assert.deepEqual(storeConn.calls, ['BEGIN', 'BULK #store_0 (id,v,flow_document,_flow_delete) 1', 'COPY std', 'TRUNCATE #store_0', 'CHECKPOINT 0 ', 'COMMIT']);
   // An empty transaction still commits the checkpoint.
   storeConn.calls = [];
   await tx.store(iter([]));
-  await tx.startCommit({ n: 1 });
-  assert.deepEqual(storeConn.calls, ['BEGIN', 'CHECKPOINT 0 {"n":1}', 'COMMIT']);
+  await tx.startCommit({ sources: { j: { readThrough: '8' } } });
+  assert.deepEqual(storeConn.calls, ['BEGIN', 'CHECKPOINT 0 CgcKAWoSAggI', 'COMMIT']);
 });
 
-test('staged flow without hardDelete: deletions are stored like any document (soft delete)', async () => {
+test('staged flow without hardDelete: deletions are stored like any document (soft delete), delta too', async () => {
   const { storeConn, tx } = await setup(false);
-  await tx.store(iter([store(0, 4, 'd', { delete: true }), store(0, 3, 'c', { exists: true, delete: true })]));
+  await tx.store(iter([store(0, 4, 'd', { delete: true }), store(0, 3, 'c', { exists: true, delete: true }), store(1, 5, 'gone', { delete: true })]));
   await tx.startCommit({});
   assert.deepEqual(storeConn.bulk[0]!.rows.map((r) => [r[0], r[3]]), [[4, false], [3, false]]);
+  assert.deepEqual(storeConn.bulk[1]!.rows.map((r) => [r[0], r[1], r[2]]), [[5, 'gone', false]]);
   assert.ok(storeConn.calls.includes('MERGE std'));
 });
 

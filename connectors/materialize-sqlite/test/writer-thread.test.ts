@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { DatabaseSync } from 'node:sqlite';
 import { packTupleBase64, serveMaterialize } from '@sluice/runtime';
 import type { CollectionSpec, DecodedStore, JsonObject, MaterializationSpec } from '@sluice/runtime';
-import { SqlError } from '@sluice/materialize-sql';
+import { EXPLICIT_ZERO_CHECKPOINT, SqlError, checkpointToText } from '@sluice/materialize-sql';
 import type { ResourceConfig } from '../src/config.ts';
 import { materializeSqlite } from '../src/connector.ts';
 import { liveWriterThreads, terminateWriterThreads } from '../src/writer-thread.ts';
@@ -47,7 +47,7 @@ function stores(from: number, to: number, opts: { doc?: boolean; exists?: boolea
 }
 
 const commit = (n: number): string => JSON.stringify({ startCommit: { runtimeCheckpoint: { sources: { s: { readThrough: String(n) } } } } });
-const checkpoint = (n: number): string => JSON.stringify({ sources: { s: { readThrough: String(n) } } });
+const checkpoint = (n: number): string => checkpointToText({ sources: { s: { readThrough: String(n) } } });
 
 async function applied(name: string, delta = false): Promise<{ path: string; open: string }> {
   const path = join(dir, name);
@@ -141,7 +141,7 @@ test('a malformed tuple (decoded on the writer thread) is the same ProtocolError
   const single = await serve(lines, { SLUICE_SQLITE_WRITER_THREAD: '0' });
   assert.equal(String(threaded.error), 'ProtocolError: "store" request (line 2004): invalid packed tuple: unterminated string at byte 1');
   assert.equal(String(threaded.error), String(single.error));
-  assert.deepEqual(state(path), { rows: 0, checkpoint: '' });
+  assert.deepEqual(state(path), { rows: 0, checkpoint: EXPLICIT_ZERO_CHECKPOINT });
   assert.equal(liveWriterThreads(), before);
 });
 
@@ -158,7 +158,7 @@ test('the writer thread ends at end of input, on a protocol error mid-transactio
     const { path, open } = await applied('protocol-error.db');
     const { error } = await serve([open, '{"acknowledge":{}}', '{"flush":{}}', ...stores(0, 2000), '{"store":{"keyPacked":"FQE=","doc":{"id":1,}}}', commit(1)]);
     assert.match(String(error), /ProtocolError: stdin line 2004 is not valid JSON/);
-    assert.deepEqual(state(path), { rows: 0, checkpoint: '' });
+    assert.deepEqual(state(path), { rows: 0, checkpoint: EXPLICIT_ZERO_CHECKPOINT });
     assert.equal(liveWriterThreads(), before, 'after a protocol error');
   }
   {
@@ -176,7 +176,7 @@ test('the writer thread ends at end of input, on a protocol error mid-transactio
     controller.abort();
     const { error } = await served;
     assert.equal(error, undefined, 'a stop ends the session cleanly');
-    assert.deepEqual(state(path), { rows: 0, checkpoint: '' }, 'the open transaction was rolled back');
+    assert.deepEqual(state(path), { rows: 0, checkpoint: EXPLICIT_ZERO_CHECKPOINT }, 'the open transaction was rolled back');
     assert.equal(liveWriterThreads(), before, 'after a stop');
   }
   {
@@ -206,7 +206,7 @@ test('transactor: a store loop still running when the transactor is closed write
         for (let i = 100; i < 2000; i++) yield decoded(i);
       }
       await assert.rejects(transactor.store(storesThenClose()), /the transactor was closed while storing|the session ended before this transaction was committed|writer thread is closed/);
-      assert.deepEqual(state(path), { rows: 0, checkpoint: '' }, `writer thread ${thread}`);
+      assert.deepEqual(state(path), { rows: 0, checkpoint: EXPLICIT_ZERO_CHECKPOINT }, `writer thread ${thread}`);
     } finally {
       delete process.env['SLUICE_SQLITE_WRITER_THREAD'];
     }

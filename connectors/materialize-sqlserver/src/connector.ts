@@ -71,6 +71,7 @@ export function sqlServerEndpoint(deps: ConnectorDeps = {}): SqlEndpoint<Endpoin
     deltaUpdates: (resource) => resource.delta_updates === true,
     hardDelete: (config) => config.hardDelete === true,
     checkpointsTable: (config) => checkpointsTablePath(config.schema),
+    featureFlags: (config) => parseFeatureFlags(config.advanced?.feature_flags),
   };
 }
 

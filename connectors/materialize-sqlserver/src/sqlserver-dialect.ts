@@ -74,9 +74,10 @@ function describeSchema(input: ColumnInput): string {
   return `{ ${parts.join(', ')} }`;
 }
 
+/** As upstream words it: the upper-cased base type, `(N)` only for a positive length (MAX reads as the bare type). */
 function existingTypeText(c: ExistingColumn): string {
   const t = c.dataType.toUpperCase();
-  if (c.charLength !== null && c.charLength !== 0) return `${t}(${c.charLength === -1 ? 'MAX' : c.charLength})`;
+  if (c.charLength !== null && c.charLength > 0) return `${t}(${c.charLength})`;
   return t;
 }
 

@@ -207,9 +207,9 @@ describe('SQL Server integration', () => {
     const current = await open();
     try {
       await zombie.transactor.store(iter<DecodedStore>([{ binding: 0, key: [1], values: [], keyPacked: '', exists: false, delete: false, doc: { id: 1 } }]));
-      await assert.rejects(zombie.transactor.startCommit({ zombie: true }), FencedError);
+      await assert.rejects(zombie.transactor.startCommit({ sources: { zombie: { readThrough: '1' } } }), FencedError);
       await current.transactor.store(iter<DecodedStore>([{ binding: 0, key: [2], values: [], keyPacked: '', exists: false, delete: false, doc: { id: 2 } }]));
-      await current.transactor.startCommit({ current: true });
+      await current.transactor.startCommit({ sources: { current: { readThrough: '1' } } });
     } finally {
       await zombie.transactor.close?.();
       await current.transactor.close?.();

@@ -2,7 +2,7 @@
 // interface: which statements run on which session, in which order, with which bulk-loaded rows.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { FencedError, SqlTransactor, buildTable, installFence } from '@sluice/materialize-sql';
+import { FencedError, SqlTransactor, buildTable, checkpointToText, installFence } from '@sluice/materialize-sql';
 import type { BulkTarget, Connection, PreparedStatement, SqlParam, SqlRow, Table } from '@sluice/materialize-sql';
 import type { DecodedLoad, DecodedStore, JsonObject } from '@sluice/runtime';
 import { createSqlServerDialect } from '../src/sqlserver-dialect.ts';
@@ -107,7 +107,8 @@ describe('SQL Server transactor (fake client)', () => {
     ]));
     await t.startCommit({ sources: { 'a/b': { readThrough: '12' } } });
     const tpl = dialect.templates;
-    const checkpoint = tpl.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, '{"sources":{"a/b":{"readThrough":"12"}}}');
+    const checkpoint = tpl.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, checkpointToText({ sources: { 'a/b': { readThrough: '12' } } }));
+    assert.match(checkpoint, /SET "checkpoint" = N'CgkKA2EvYhICCAw='/, 'base64 protobuf, as upstream stores it');
     assert.deepEqual(storeConn.ops(), [
       ...tables.map((x) => `exec: ${tpl.createStoreTable!(x).split('\n')[0]}`),
       'begin',
@@ -142,7 +143,7 @@ describe('SQL Server transactor (fake client)', () => {
       if (i % 10 === 0) input.push(store(2, ['2024-05-01T00:00:00Z', `id${i}`], []));
     }
     await t.store(iter(input));
-    await t.startCommit({ interleaved: true });
+    await t.startCommit({ sources: { interleaved: { readThrough: '1' } } });
     const tpl = dialect.templates;
     assert.deepEqual(storeConn.ops().slice(tables.length), [
       'begin',
@@ -155,7 +156,7 @@ describe('SQL Server transactor (fake client)', () => {
       'exec: TRUNCATE TABLE #flow_temp_store_0;',
       `exec: ${tpl.copyFromStore!(tables[2]!).split('\n')[0]}`,
       'exec: TRUNCATE TABLE #flow_temp_store_2;',
-      `exec: ${tpl.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, '{"interleaved":true}').split('\n')[0]}`,
+      `exec: ${tpl.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, checkpointToText({ sources: { interleaved: { readThrough: '1' } } })).split('\n')[0]}`,
       'commit',
     ]);
     const kv = storeConn.calls.find((c) => c.target === '#flow_temp_store_0')!;
@@ -180,7 +181,7 @@ describe('SQL Server transactor (fake client)', () => {
     const t = transactor(new FakeConnection(), storeConn);
     await t.store(iter([store(1, ['k'], [1, '2024-05-01T00:00:00Z'])]));
     await assert.rejects(t.startCommit({}), (err: Error) => err instanceof FencedError && /^This instance was fenced off by another/.test(err.message));
-    assert.deepEqual(storeConn.ops().slice(-2), [`exec: ${dialect.templates.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, '{}').split('\n')[0]}`, 'rollback']);
+    assert.deepEqual(storeConn.ops().slice(-2), [`exec: ${dialect.templates.checkpointUpdate(FENCE.path, FENCE.materialization, 0, 4294967295, 7, '').split('\n')[0]}`, 'rollback']);
     assert.ok(!storeConn.ops().includes('commit'));
   });
 
