@@ -88,10 +88,10 @@ export interface StatementTemplates {
   /** Empty the load temp table after each flush. */
   truncateLoad(table: Table): string;
   /**
-   * One query over every standard binding with a document column, returning rows with the columns
-   * `binding` (the binding index) and `doc` (the stored document's JSON text) for the staged keys that
-   * exist in the target (one arm per table joined with UNION ALL).
-   * Returns undefined when no table can be loaded from.
+   * One query over the given standard tables, returning rows with the columns `binding` (the binding index) and
+   * `doc` (the stored document's JSON text) for the staged keys that exist in the target (one arm per table joined
+   * with UNION ALL). A table without a document column is only passed with `no_flow_document`; its arm rebuilds the
+   * document from its root-level columns. Returns undefined when no table can be loaded from.
    */
   loadQuery(tables: Table[]): string | undefined;
 

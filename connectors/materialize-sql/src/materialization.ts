@@ -120,7 +120,9 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
           keyEnd: ctx.range.keyEnd ?? FULL_RANGE_END,
         });
         loadConn = await client.connect();
-        const transactor = new SqlTransactor({ dialect, loadConn, storeConn, tables, fence, hardDelete: ep.hardDelete(ctx.config) });
+        const transactor = new SqlTransactor({
+          dialect, loadConn, storeConn, tables, fence, hardDelete: ep.hardDelete(ctx.config), rebuildDocuments: ep.noFlowDocument?.(ctx.config) === true,
+        });
         const close = transactor.close.bind(transactor);
         transactor.close = async () => { await close(); await client.close?.(); };
         ctx.log.info('opened', { fence: fence.fence, recovered: fence.checkpoint !== undefined, bindings: tables.length });

@@ -21,6 +21,12 @@ export interface SqlTransactorOptions {
   fence: Fence;
   /** Delete rows of deletion documents (standard tables) instead of storing them. */
   hardDelete: boolean;
+  /**
+   * `no_flow_document`: standard tables without a document column are loaded too, the dialect's loadQuery rebuilding
+   * each document from the table's root-level columns. Top-level nulls of fields whose schema excludes null are
+   * removed from rebuilt documents (a NULL column means the field was absent), as upstream.
+   */
+  rebuildDocuments?: boolean;
   /** Direct flow: load keys buffered per binding before a bulk insert (bounds memory). */
   batchRows?: number;
   /**
@@ -65,11 +71,31 @@ export class SqlTransactor implements Transactor {
   #storeTablesCreated = false;
   #loadSql: string | undefined;
   #stagingStats: { load?: StagingStats; store?: StagingStats } = {};
+  #stripNulls = new Map<number, string[]>();
 
   constructor(options: SqlTransactorOptions) {
     this.#o = options;
     this.#batch = options.batchRows ?? 10_000;
-    this.#loadSql = options.dialect.templates.loadQuery(options.tables.filter((t) => !t.deltaUpdates && t.document !== undefined));
+    this.#loadSql = options.dialect.templates.loadQuery(options.tables.filter((t) => this.#loadable(t)));
+    for (const t of options.tables) {
+      if (t.deltaUpdates || t.document !== undefined || !this.#loadable(t)) continue;
+      const strip = t.columns.filter((c) => /^\/[^/]+$/.test(c.projection.ptr ?? '') && !(c.projection.inference?.types ?? []).includes('null')).map((c) => c.field);
+      if (strip.length > 0) this.#stripNulls.set(t.binding, strip);
+    }
+  }
+
+  /** Standard tables with a document column, and without one when documents are rebuilt from columns. */
+  #loadable(t: Table): boolean {
+    return !t.deltaUpdates && (t.document !== undefined || this.#o.rebuildDocuments === true);
+  }
+
+  #parseLoaded(row: Record<string, unknown>): { binding: number; doc: JsonObject } {
+    const binding = Number(row.binding);
+    const text = row.doc;
+    const doc = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8')) as JsonObject;
+    const strip = this.#stripNulls.get(binding);
+    if (strip !== undefined) for (const f of strip) if (doc[f] === null) delete doc[f];
+    return { binding, doc };
   }
 
   #table(binding: number): Table {
@@ -147,7 +173,7 @@ export class SqlTransactor implements Transactor {
     try {
       for await (const l of loads) {
         const t = this.#table(l.binding);
-        if (t.deltaUpdates || t.document === undefined) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
+        if (!this.#loadable(t)) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
         if (!begun) {
           await this.#ensureLoadTables();
           await loadConn.begin();
@@ -163,10 +189,8 @@ export class SqlTransactor implements Transactor {
       for (const [b, rows] of buffers) if (rows.length > 0) await flushKeys(b, rows);
       if (this.#loadSql !== undefined) {
         for await (const row of loadConn.queryRows(this.#loadSql)) {
-          const binding = Number(row.binding);
-          const text = row.doc;
-          const doc: unknown = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8'));
-          await loaded(binding, doc as JsonObject);
+          const { binding, doc } = this.#parseLoaded(row);
+          await loaded(binding, doc);
         }
       }
       for (const b of buffers.keys()) await loadConn.exec(tpl.truncateLoad(this.#table(b)));
@@ -180,7 +204,7 @@ export class SqlTransactor implements Transactor {
   async #ensureLoadTables(): Promise<void> {
     if (this.#loadTablesCreated) return;
     for (const t of this.#o.tables) {
-      if (!t.deltaUpdates && t.document !== undefined) await this.#o.loadConn.exec(this.#o.dialect.templates.createLoadTable(t));
+      if (this.#loadable(t)) await this.#o.loadConn.exec(this.#o.dialect.templates.createLoadTable(t));
     }
     this.#loadTablesCreated = true;
   }
@@ -272,10 +296,8 @@ export class SqlTransactor implements Transactor {
   async #emitLoaded(loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
     if (this.#loadSql === undefined) return;
     for await (const row of this.#o.loadConn.queryRows(this.#loadSql)) {
-      const binding = Number(row.binding);
-      const text = row.doc;
-      const doc: unknown = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8'));
-      await loaded(binding, doc as JsonObject);
+      const { binding, doc } = this.#parseLoaded(row);
+      await loaded(binding, doc);
     }
   }
 
@@ -290,7 +312,7 @@ export class SqlTransactor implements Transactor {
     try {
       const stats = await stageByBinding(loads, (l) => {
         const t = this.#table(l.binding);
-        if (t.deltaUpdates || t.document === undefined) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
+        if (!this.#loadable(t)) throw new SqlError(`${t.path.join('.')}: received a load for a binding that cannot be loaded (delta updates or no document)`);
         return { binding: l.binding, row: this.#params(t.keys, l.key, 'key', t) };
       }, {
         beforeFirst: async () => {

@@ -1,9 +1,9 @@
-// Endpoint and resource configuration: the JSON Schemas the connector declares in `spec` (exactly the SPEC's
-// "SQL-database materialization connector configuration" plus the reference's advanced options), and the
-// typed, checked view the rest of the connector uses. The runtime validates a config against these schemas
-// (ajv, defaults applied); `parseEndpointConfig` adds the checks a schema cannot express.
-import { ConfigError } from '@sluice/runtime';
-import type { JsonObject, JsonValue } from '@sluice/runtime';
+// Endpoint and resource configuration: the JSON Schemas the connector declares in `spec` (the SPEC's "SQL-database
+// materialization connector configuration" plus every field upstream's materialize-sqlserver accepts), and the
+// types derived from them (FromSchema: no interface restates a schema). `parseEndpointConfig` validates through the
+// runtime's validator (defaults, unknown keys refused) and adds the checks a schema cannot express.
+import { ConfigError, ConfigValidator } from '@sluice/runtime';
+import type { FromSchema, JsonObject, JsonValue } from '@sluice/runtime';
 
 export const DOCUMENTATION_URL = 'https://go.estuary.dev/materialize-sqlserver';
 
@@ -16,7 +16,8 @@ export const CONFIG_SCHEMA = {
   $id: 'https://sluice.dev/schemas/materialize-sqlserver/config',
   title: 'SQL Connection',
   type: 'object',
-  required: ['address', 'user', 'database', 'credentials'],
+  // `credentials` is required unless the legacy top-level `password` is given (checked by parseEndpointConfig).
+  required: ['address', 'user', 'database'],
   properties: {
     address: {
       type: 'string',
@@ -62,11 +63,11 @@ export const CONFIG_SCHEMA = {
     credentials: {
       type: 'object',
       title: 'Authentication',
-      description: 'How the connector authenticates: a password, or an AWS IAM role (RDS IAM authentication).',
+      description: 'How the connector authenticates: a password, an AWS IAM role (RDS IAM authentication) or an Azure AD (Entra ID) application.',
       order: 6,
-      default: { auth_type: 'UserPassword' },
       discriminator: { propertyName: 'auth_type' },
       'x-iam-auth': true,
+      'x-iam-azure-scope': 'https://database.windows.net/.default',
       oneOf: [
         {
           $id: 'https://sluice.dev/schemas/materialize-sqlserver/config/credentials/UserPassword',
@@ -91,7 +92,47 @@ export const CONFIG_SCHEMA = {
             aws_region: { type: 'string', title: 'AWS Region', description: 'AWS Region of your resource.', minLength: 1, order: 2 },
           },
         },
+        {
+          $id: 'https://sluice.dev/schemas/materialize-sqlserver/config/credentials/AzureIAM',
+          type: 'object',
+          title: 'Azure IAM',
+          description: 'Sign in with an Azure Active Directory access token for this application, which Flow\'s runtime obtains and injects.',
+          required: ['auth_type', 'azure_client_id', 'azure_tenant_id'],
+          properties: {
+            auth_type: { type: 'string', title: 'Auth Type', description: 'Azure IAM authentication.', const: 'AzureIAM', default: 'AzureIAM', order: 0 },
+            azure_client_id: { type: 'string', title: 'Azure Client ID', description: 'Azure App Registration Client ID for Azure Active Directory authentication.', minLength: 1, order: 1 },
+            azure_tenant_id: { type: 'string', title: 'Azure Tenant ID', description: 'Azure Tenant ID for Azure Active Directory authentication.', minLength: 1, order: 2 },
+          },
+        },
       ],
+    },
+    dbt_job_trigger: {
+      type: 'object',
+      title: 'dbt Cloud Job Trigger',
+      description: 'Trigger a dbt Cloud job when new data is available.',
+      required: ['job_id', 'account_id', 'api_key'],
+      // No additionalProperties: false (upstream has it): the runtime refuses unknown keys itself, and the hidden
+      // legacy account_prefix must pass.
+      order: 7,
+      properties: {
+        job_id: { type: 'string', title: 'Job ID', description: 'dbt job ID.', order: 0 },
+        account_id: { type: 'string', title: 'Account ID', description: 'dbt account ID.', order: 1 },
+        access_url: {
+          type: 'string', title: 'Access URL', pattern: '^https://.+$', order: 2,
+          description: 'dbt access URL, found in your dbt Cloud Account Settings (for example https://cloud.getdbt.com). See go.estuary.dev/dbt-cloud-trigger.',
+        },
+        api_key: { type: 'string', title: 'API Key', description: 'dbt API key.', secret: true, order: 3 },
+        cause: { type: 'string', title: 'Cause Message', description: 'The \'cause\' message sent with the job trigger. Defaults to \'Estuary Flow\'.', order: 4 },
+        mode: {
+          type: 'string', title: 'Job Trigger Mode', enum: ['skip', 'replace', 'ignore'], default: 'skip', order: 5,
+          description: 'How already-running jobs are treated: \'skip\' (default) does not trigger while a run is in progress; \'replace\' cancels '
+            + 'running runs and triggers a new one; \'ignore\' triggers a new run regardless.',
+        },
+        interval: {
+          type: 'string', title: 'Minimum Run Interval', default: '30m', order: 6,
+          description: 'Minimum time between dbt job triggers (a Go duration such as 30m or 1h30m). Triggers only follow committed transactions.',
+        },
+      },
     },
     networkTunnel: {
       type: 'object',
@@ -99,7 +140,7 @@ export const CONFIG_SCHEMA = {
       description: 'Connect to the database through an SSH server (when it is not reachable directly).',
       additionalProperties: false,
       advanced: true,
-      order: 7,
+      order: 8,
       properties: {
         sshForwarding: {
           type: 'object',
@@ -133,18 +174,32 @@ export const CONFIG_SCHEMA = {
       description: 'Options for advanced users. You should not typically need to modify these.',
       additionalProperties: false,
       advanced: true,
-      order: 8,
+      order: 9,
       properties: {
+        no_flow_document: {
+          type: 'boolean',
+          title: 'Exclude Flow Document',
+          description: 'When enabled the root document is not required for standard updates: tables may leave out flow_document, and loads rebuild the document from the root-level columns.',
+          default: false,
+          order: 0,
+        },
         feature_flags: {
           type: 'string',
           title: 'Feature Flags',
-          description: 'Comma-separated internal feature flags (name to enable, no_name to disable).',
-          order: 0,
+          description: 'Comma-separated feature flags (name to enable, no_name to disable), e.g. allow_existing_tables_for_new_bindings. Change only as directed by support.',
+          order: 1,
         },
       },
     },
   },
 } as const satisfies JsonObject;
+
+/**
+ * Keys upstream accepts that its schema hides: the legacy top-level `password` (configs from before `credentials`)
+ * and dbt's legacy `account_prefix` (the access URL was https://<prefix>.us1.dbt.com). Flow's runtime also injects
+ * IAM tokens into `credentials` (tolerated by the runtime's validator for `x-iam-auth`).
+ */
+export const CONFIG_KEYS_BEYOND_SCHEMA: Readonly<Record<string, readonly string[]>> = { '': ['password'], '/dbt_job_trigger': ['account_prefix'] };
 
 export const RESOURCE_SCHEMA = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -179,35 +234,23 @@ export const RESOURCE_SCHEMA = {
   },
 } as const satisfies JsonObject;
 
-export interface UserPasswordCredentials { auth_type: 'UserPassword'; password: string }
-/**
- * The role to assume. The control plane may inject temporary STS credentials beside it
- * (`aws_access_key_id`, `aws_secret_access_key`, `aws_session_token`); they are used instead of assuming the role.
- */
-export interface AwsIamCredentials {
-  auth_type: 'AWSIAM';
-  aws_role_arn: string;
-  aws_region: string;
-  aws_access_key_id?: string;
-  aws_secret_access_key?: string;
-  aws_session_token?: string;
-}
-export type Credentials = UserPasswordCredentials | AwsIamCredentials;
 
-export interface SshForwarding { sshEndpoint: string; privateKey: string }
+/** What the endpoint schema admits (with defaults applied). */
+export type EndpointConfigInput = FromSchema<typeof CONFIG_SCHEMA>;
+type CredentialsInput = NonNullable<EndpointConfigInput['credentials']>;
+export type UserPasswordCredentials = Extract<CredentialsInput, { auth_type: 'UserPassword' }>;
+/** Flow's runtime may inject temporary STS credentials beside the role; they are used instead of assuming it. */
+export type AwsIamCredentials = Extract<CredentialsInput, { auth_type: 'AWSIAM' }> & Partial<Record<'aws_access_key_id' | 'aws_secret_access_key' | 'aws_session_token', string>>;
+/** Flow's runtime injects the access token it obtained for the application (scope x-iam-azure-scope). */
+export type AzureIamCredentials = Extract<CredentialsInput, { auth_type: 'AzureIAM' }> & { azure_access_token?: string };
+export type Credentials = UserPasswordCredentials | AwsIamCredentials | AzureIamCredentials;
+export type DbtJobTrigger = NonNullable<EndpointConfigInput['dbt_job_trigger']> & { account_prefix?: string };
+export type SshForwarding = NonNullable<NonNullable<EndpointConfigInput['networkTunnel']>['sshForwarding']>;
 
-export interface EndpointConfig {
-  address: string;
-  user: string;
-  database: string;
-  schema?: string;
-  hardDelete?: boolean;
-  credentials: Credentials;
-  networkTunnel?: { sshForwarding?: SshForwarding };
-  advanced?: { feature_flags?: string };
-}
+/** A checked endpoint config: the schema's type, with the credentials resolved (the legacy `password` folded in). */
+export type EndpointConfig = Omit<EndpointConfigInput, 'credentials' | 'dbt_job_trigger'> & { credentials: Credentials; dbt_job_trigger?: DbtJobTrigger };
 
-export interface ResourceConfig { table: string; schema?: string; delta_updates?: boolean }
+export type ResourceConfig = FromSchema<typeof RESOURCE_SCHEMA>;
 
 /** Feature flags: `advanced.feature_flags` over these defaults. */
 export const DEFAULT_FEATURE_FLAGS: Readonly<Record<string, boolean>> = Object.freeze({
@@ -233,58 +276,51 @@ export function parseFeatureFlags(raw: string | undefined): Record<string, boole
   return out;
 }
 
-const STS_FIELDS = ['aws_access_key_id', 'aws_secret_access_key', 'aws_session_token'] as const;
+let endpointValidator: ConfigValidator | undefined;
+let resourceValidator: ConfigValidator | undefined;
 
-function str(obj: JsonObject, key: string, where: string, required: boolean): string | undefined {
-  const v = obj[key];
-  if (v === undefined || v === null) {
-    if (required) throw new ConfigError(`${where}${key} is required`);
-    return undefined;
+/** A Go duration (time.ParseDuration: e.g. 30m, 1h30m, 1.5h, 300ms) in milliseconds. */
+export function parseGoDuration(text: string): number {
+  const m = /^([-+]?)((?:\d*\.?\d*(?:ns|us|µs|μs|ms|s|m|h))+)$/.exec(text);
+  if (text === '0') return 0;
+  if (m === null) throw new ConfigError(`'${text}' is not a duration: write a number and a unit (h, m, s, ms), e.g. 30m or 1h30m`);
+  const unitMs: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, μs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+  let total = 0;
+  for (const part of m[2]!.matchAll(/(\d*\.?\d*)(ns|us|µs|μs|ms|s|m|h)/g)) {
+    if (part[1] === '' || part[1] === '.') throw new ConfigError(`'${text}' is not a duration: a unit needs a number before it, e.g. 30m`);
+    total += Number(part[1]) * unitMs[part[2]!]!;
   }
-  if (typeof v !== 'string') throw new ConfigError(`${where}${key} must be a string, got ${JSON.stringify(v)}`);
-  if (required && v.trim() === '') throw new ConfigError(`${where}${key} must not be empty`);
-  return v;
-}
-
-function allowOnly(obj: JsonObject, allowed: readonly string[], where: string): void {
-  const unknown = Object.keys(obj).filter((k) => !allowed.includes(k));
-  if (unknown.length > 0) {
-    throw new ConfigError(`${where || 'endpoint config'}: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `'${k}'`).join(', ')}; allowed: ${allowed.join(', ')}`);
-  }
+  return m[1] === '-' ? -total : total;
 }
 
 /**
- * Check an endpoint config (after schema validation, or raw: every check the schema makes that matters here is
- * repeated so a config from any source gets the same clear errors). Unknown fields are rejected.
+ * Check an endpoint config: the schema (through the runtime's validator: defaults, every problem in one line, unknown
+ * keys refused), then what a schema cannot say — credentials or the legacy top-level password, injected IAM tokens,
+ * feature flag names, the dbt interval. Returns the checked config with `credentials` resolved.
  */
 export function parseEndpointConfig(raw: JsonValue): EndpointConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError('endpoint config must be an object');
-  allowOnly(raw, Object.keys(CONFIG_SCHEMA.properties), '');
-  const address = str(raw, 'address', '', true)!;
-  const user = str(raw, 'user', '', true)!;
-  const database = str(raw, 'database', '', true)!;
-  const schema = str(raw, 'schema', '', false);
-  const hardDelete = raw.hardDelete;
-  if (hardDelete !== undefined && typeof hardDelete !== 'boolean') throw new ConfigError(`hardDelete must be true or false, got ${JSON.stringify(hardDelete)}`);
+  endpointValidator ??= new ConfigValidator(CONFIG_SCHEMA, 'endpoint config', false, { tolerate: CONFIG_KEYS_BEYOND_SCHEMA });
+  const input = endpointValidator.validate<EndpointConfigInput>(raw, 'endpoint config');
+  const rawObj = raw as JsonObject;
+  const legacyPassword = rawObj.password;
+  if (legacyPassword !== undefined && typeof legacyPassword !== 'string') throw new ConfigError('endpoint config: password (the legacy top-level password) must be a string');
 
-  const c = raw.credentials;
-  if (c === undefined || c === null || typeof c !== 'object' || Array.isArray(c)) {
-    throw new ConfigError('credentials is required: {auth_type: UserPassword, password} or {auth_type: AWSIAM, aws_role_arn, aws_region}');
-  }
   let credentials: Credentials;
-  const authType = c.auth_type ?? 'UserPassword';
-  if (authType === 'UserPassword') {
-    allowOnly(c, ['auth_type', 'password'], 'credentials');
-    credentials = { auth_type: 'UserPassword', password: str(c, 'password', 'credentials.', true)! };
-  } else if (authType === 'AWSIAM') {
-    allowOnly(c, ['auth_type', 'aws_role_arn', 'aws_region', ...STS_FIELDS], 'credentials');
-    const iam: AwsIamCredentials = {
-      auth_type: 'AWSIAM',
-      aws_role_arn: str(c, 'aws_role_arn', 'credentials.', true)!,
-      aws_region: str(c, 'aws_region', 'credentials.', true)!,
-    };
-    for (const k of STS_FIELDS) {
-      const v = str(c, k, 'credentials.', false);
+  const c = input.credentials;
+  if (c === undefined) {
+    if (legacyPassword === undefined || legacyPassword === '') {
+      throw new ConfigError('endpoint config: credentials is required: {auth_type: UserPassword, password}, {auth_type: AWSIAM, aws_role_arn, aws_region} or {auth_type: AzureIAM, azure_client_id, azure_tenant_id}');
+    }
+    credentials = { auth_type: 'UserPassword', password: legacyPassword };
+  } else if (c.auth_type === 'UserPassword') {
+    if (c.password.trim() === '') throw new ConfigError('credentials.password must not be empty');
+    credentials = { auth_type: 'UserPassword', password: c.password };
+  } else if (c.auth_type === 'AWSIAM') {
+    const injected = rawObj.credentials as JsonObject;
+    const iam: AwsIamCredentials = { auth_type: 'AWSIAM', aws_role_arn: c.aws_role_arn, aws_region: c.aws_region };
+    for (const k of ['aws_access_key_id', 'aws_secret_access_key', 'aws_session_token'] as const) {
+      const v = injected[k];
+      if (v !== undefined && typeof v !== 'string') throw new ConfigError(`credentials.${k} must be a string`);
       if (v !== undefined && v !== '') iam[k] = v;
     }
     if ((iam.aws_access_key_id === undefined) !== (iam.aws_secret_access_key === undefined)) {
@@ -292,57 +328,36 @@ export function parseEndpointConfig(raw: JsonValue): EndpointConfig {
     }
     credentials = iam;
   } else {
-    throw new ConfigError(`credentials.auth_type must be UserPassword or AWSIAM, got ${JSON.stringify(authType)}`);
+    const token = (rawObj.credentials as JsonObject).azure_access_token;
+    if (token !== undefined && typeof token !== 'string') throw new ConfigError('credentials.azure_access_token must be a string');
+    credentials = { auth_type: 'AzureIAM', azure_client_id: c.azure_client_id, azure_tenant_id: c.azure_tenant_id, ...(token === undefined || token === '' ? {} : { azure_access_token: token }) };
   }
 
-  const out: EndpointConfig = { address, user, database, credentials, hardDelete: hardDelete === true };
-  if (schema !== undefined && schema !== '') out.schema = schema;
-
-  const nt = raw.networkTunnel;
-  if (nt !== undefined && nt !== null) {
-    if (typeof nt !== 'object' || Array.isArray(nt)) throw new ConfigError('networkTunnel must be an object');
-    allowOnly(nt, ['sshForwarding'], 'networkTunnel');
-    const ssh = nt.sshForwarding;
-    if (ssh !== undefined && ssh !== null) {
-      if (typeof ssh !== 'object' || Array.isArray(ssh)) throw new ConfigError('networkTunnel.sshForwarding must be an object');
-      allowOnly(ssh, ['sshEndpoint', 'privateKey'], 'networkTunnel.sshForwarding');
-      const sshEndpoint = str(ssh, 'sshEndpoint', 'networkTunnel.sshForwarding.', true)!;
-      if (!/^ssh:\/\/.+@.+$/.test(sshEndpoint)) {
-        throw new ConfigError(`networkTunnel.sshForwarding.sshEndpoint must look like ssh://user@host[:port], got '${sshEndpoint}'`);
-      }
-      out.networkTunnel = { sshForwarding: { sshEndpoint, privateKey: str(ssh, 'privateKey', 'networkTunnel.sshForwarding.', true)! } };
+  parseFeatureFlags(input.advanced?.feature_flags);
+  const { credentials: _c, dbt_job_trigger: dbtInput, ...rest } = input;
+  delete (rest as { password?: unknown }).password; // the legacy password now lives in `credentials` only
+  const out: EndpointConfig = { ...rest, credentials };
+  if (dbtInput !== undefined) {
+    const prefix = ((rawObj.dbt_job_trigger as JsonObject).account_prefix);
+    if (prefix !== undefined && typeof prefix !== 'string') throw new ConfigError('dbt_job_trigger.account_prefix must be a string');
+    if (dbtInput.interval !== undefined) {
+      try { parseGoDuration(dbtInput.interval); } catch (err) { throw new ConfigError(`dbt_job_trigger.interval: ${(err as Error).message}`); }
     }
+    out.dbt_job_trigger = { ...dbtInput, ...(prefix === undefined || prefix === '' ? {} : { account_prefix: prefix }) };
   }
-
-  const adv = raw.advanced;
-  if (adv !== undefined && adv !== null) {
-    if (typeof adv !== 'object' || Array.isArray(adv)) throw new ConfigError('advanced must be an object');
-    if (Object.hasOwn(adv, 'no_flow_document')) throw new ConfigError(NO_FLOW_DOCUMENT_ERROR);
-    allowOnly(adv, ['feature_flags'], 'advanced');
-    const flags = str(adv, 'feature_flags', 'advanced.', false);
-    parseFeatureFlags(flags);
-    out.advanced = {};
-    if (flags !== undefined) out.advanced.feature_flags = flags;
-  }
+  if (out.schema === '') delete out.schema;
   return out;
 }
 
-/** Upstream's `advanced.no_flow_document` is not offered: tables always hold the root document, which loads read. */
-export const NO_FLOW_DOCUMENT_ERROR = 'advanced.no_flow_document is not supported by this connector: standard-updates tables always '
-  + 'store the root document (flow_document) and loads read it back, so documents are never rebuilt from columns; '
-  + 'remove advanced.no_flow_document from the endpoint config (to keep the table narrow, exclude value fields instead, '
-  + 'or use delta_updates, which needs no document)';
-
 export function parseResourceConfig(raw: JsonValue, where = 'resource config'): ResourceConfig {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new ConfigError(`${where} must be an object`);
-  allowOnly(raw, Object.keys(RESOURCE_SCHEMA.properties), where);
-  const table = str(raw, 'table', `${where}: `, true)!;
-  const schema = str(raw, 'schema', `${where}: `, false);
-  const delta = raw.delta_updates;
-  if (delta !== undefined && typeof delta !== 'boolean') throw new ConfigError(`${where}: delta_updates must be true or false, got ${JSON.stringify(delta)}`);
-  const out: ResourceConfig = { table, delta_updates: delta === true };
-  if (schema !== undefined && schema !== '') out.schema = schema;
-  return out;
+  resourceValidator ??= new ConfigValidator(RESOURCE_SCHEMA, 'resource config');
+  const r = resourceValidator.validate<ResourceConfig>(raw, where);
+  if (r.table.trim() === '') throw new ConfigError(`${where}: table must not be empty`);
+  if (r.schema === '') {
+    const { schema: _s, ...rest } = r;
+    return rest;
+  }
+  return r;
 }
 
 /** Resource path: [schema, table] with the binding's schema, else the endpoint schema; [table] when neither is set. */

@@ -7,7 +7,8 @@ import type { SqlEndpoint } from '@sluice/materialize-sql';
 import { ConfigError } from '@sluice/runtime';
 import type { JsonObject, Logger, MaterializeConnector } from '@sluice/runtime';
 import {
-  CONFIG_SCHEMA, DOCUMENTATION_URL, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig, resourcePath,
+  CONFIG_KEYS_BEYOND_SCHEMA, CONFIG_SCHEMA, DOCUMENTATION_URL, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig,
+  resourcePath,
 } from './config.ts';
 import type { EndpointConfig, ResourceConfig } from './config.ts';
 import { COLLATIONS_QUERY, chooseCollation } from './collation.ts';
@@ -17,6 +18,8 @@ import type { ClientOptions, SqlServerConnection } from './sqlserver-client.ts';
 import { missingCreateTableError } from './errors.ts';
 import { defaultPortWarning, parseAddress } from './address.ts';
 import { reviewStatements } from './review.ts';
+import { DbtJobTriggerRunner, dbtTriggerEnabled } from './dbt-trigger.ts';
+import type { DbtTriggerOptions } from './dbt-trigger.ts';
 
 export const SERVER_INFO_QUERY = `SELECT CAST(SERVERPROPERTY('ProductMajorVersion') AS int) AS major, CAST(SERVERPROPERTY('EngineEdition') AS int) AS edition, SCHEMA_NAME() AS default_schema;`;
 export const CREATE_TABLE_PERMISSION_QUERY = `SELECT HAS_PERMS_BY_NAME(DB_NAME(), 'DATABASE', 'CREATE TABLE') AS can_create;`;
@@ -31,6 +34,8 @@ export function checkServerVersion(major: number | null, edition: number | null)
 
 export interface ConnectorDeps {
   clientOptions?: Omit<ClientOptions, 'log'>;
+  /** For tests: the dbt trigger's clock, scheduler and HTTP client. */
+  dbt?: DbtTriggerOptions;
 }
 
 async function inspectServer(conn: SqlServerConnection): Promise<{ collation: string; defaultSchema: string | undefined }> {
@@ -72,6 +77,7 @@ export function sqlServerEndpoint(deps: ConnectorDeps = {}): SqlEndpoint<Endpoin
     hardDelete: (config) => config.hardDelete === true,
     checkpointsTable: (config) => checkpointsTablePath(config.schema),
     featureFlags: (config) => parseFeatureFlags(config.advanced?.feature_flags),
+    noFlowDocument: (config) => config.advanced?.no_flow_document === true,
   };
 }
 
@@ -99,6 +105,7 @@ export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeC
   return {
     configSchema: CONFIG_SCHEMA,
     resourceConfigSchema: RESOURCE_SCHEMA,
+    configKeysBeyondSchema: CONFIG_KEYS_BEYOND_SCHEMA,
     documentationUrl: DOCUMENTATION_URL,
     async validate(ctx) {
       const config = parseEndpointConfig(ctx.config);
@@ -121,7 +128,26 @@ export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeC
     },
     async open(ctx) {
       const config = parseEndpointConfig(ctx.config);
-      return inner.open({ ...ctx, config, bindings: resources(ctx.bindings) });
+      const out = await inner.open({ ...ctx, config, bindings: resources(ctx.bindings) });
+      const dbt = config.dbt_job_trigger;
+      if (dbt === undefined) return out;
+      if (!dbtTriggerEnabled(dbt)) {
+        // Upstream silently ignores an incomplete trigger; say so once.
+        ctx.log.warn('dbt_job_trigger has no access_url: no dbt job will be triggered (set dbt_job_trigger.access_url to enable it)');
+        return out;
+      }
+      // After each acknowledgement (a committed transaction), as upstream: see dbt-trigger.ts.
+      const trigger = new DbtJobTriggerRunner(dbt, ctx.log, deps.dbt);
+      const { transactor } = out;
+      const acknowledge = transactor.acknowledge.bind(transactor);
+      const close = transactor.close?.bind(transactor);
+      transactor.acknowledge = async () => {
+        const state = await acknowledge();
+        trigger.notify();
+        return state;
+      };
+      transactor.close = async () => { trigger.close(); await close?.(); };
+      return out;
     },
   };
 }

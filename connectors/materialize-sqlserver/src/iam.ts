@@ -5,7 +5,7 @@
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { Signer } from '@aws-sdk/rds-signer';
 import { ConfigError } from '@sluice/runtime';
-import type { AwsIamCredentials } from './config.ts';
+import type { AwsIamCredentials, AzureIamCredentials } from './config.ts';
 
 export interface AwsCredentials { accessKeyId: string; secretAccessKey: string; sessionToken?: string; expiration?: Date }
 
@@ -43,6 +43,17 @@ export async function iamCredentials(cfg: AwsIamCredentials, assumeRole: AssumeR
 export async function rdsAuthToken(opts: { host: string; port: number; user: string; region: string; credentials: AwsCredentials }): Promise<string> {
   const signer = new Signer({ hostname: opts.host, port: opts.port, username: opts.user, region: opts.region, credentials: opts.credentials });
   return signer.getAuthToken();
+}
+
+/** The Azure AD access token Flow's runtime injected for AzureIAM (upstream connects with it as it is). */
+export function azureAccessToken(cfg: AzureIamCredentials): string {
+  const token = cfg.azure_access_token;
+  if (token === undefined || token === '') {
+    throw new ConfigError(`credentials: AzureIAM needs an access token for application ${cfg.azure_client_id} (tenant ${cfg.azure_tenant_id}); `
+      + 'Flow\'s runtime injects it as credentials.azure_access_token. Outside Flow, set credentials.azure_access_token to a token for the scope '
+      + 'https://database.windows.net/.default (e.g. az account get-access-token --resource https://database.windows.net/), or use UserPassword');
+  }
+  return token;
 }
 
 /** Tokens live 15 minutes; a connection made with one stays valid, so refresh well before expiry for new ones. */

@@ -13,7 +13,7 @@ import { defaultPortWarning, parseAddress } from './address.ts';
 import type { EndpointConfig } from './config.ts';
 import { connectError, statementError } from './errors.ts';
 import type { ConnectTarget } from './errors.ts';
-import { iamCredentials, rdsAuthToken, TokenSource } from './iam.ts';
+import { azureAccessToken, iamCredentials, rdsAuthToken, TokenSource } from './iam.ts';
 import type { AssumeRole } from './iam.ts';
 import { openTunnel } from './tunnel.ts';
 import type { Tunnel } from './tunnel.ts';
@@ -272,12 +272,17 @@ export class SqlServerClient implements Client {
     if (creds.auth_type === 'UserPassword') {
       poolConfig.user = cfg.user;
       poolConfig.password = creds.password;
-    } else {
+    } else if (creds.auth_type === 'AWSIAM') {
       // The token is signed for the database's real address, even through a tunnel.
       const { host, port: realPort } = this.target;
       this.tokens = new TokenSource(async () => rdsAuthToken({
         host, port: realPort, user: cfg.user, region: creds.aws_region, credentials: await iamCredentials(creds, this.opts.assumeRole),
       }));
+      poolConfig.authentication = { type: 'azure-active-directory-access-token', options: { token: await this.tokens.get() } };
+    } else {
+      // Flow's runtime obtains the Azure AD token for the application (x-iam-azure-scope) and injects it into the
+      // config; each new connection presents the current one (a restarted connector gets a fresh token).
+      this.tokens = new TokenSource(async () => azureAccessToken(creds));
       poolConfig.authentication = { type: 'azure-active-directory-access-token', options: { token: await this.tokens.get() } };
     }
     const pool = new sql.ConnectionPool(poolConfig);

@@ -103,6 +103,33 @@ function base64Cast(column: string, target: string): string {
   return `CAST(N'' AS XML).value(${literal(`xs:base64Binary(sql:column("${ref}"))`)}, '${target}')`;
 }
 
+/**
+ * `advanced.no_flow_document`: a standard table without the document column serves loads with the document rebuilt
+ * from its root-level columns (as upstream's loadQueryNoFlowDocument), each column turned back into its JSON form:
+ * numeric strings as text, DATE/DATETIME2/TIME in their RFC 3339 forms (UTC, up to 7 fractional digits), VARBINARY as
+ * base64. Object and array columns hold JSON text and are embedded as JSON (JSON_QUERY); upstream returns them as
+ * strings. Nested and unselected fields are not in the rebuilt document.
+ */
+function rebuiltDocument(t: Table): string {
+  const cols = t.columns.filter((c) => /^\/[^/]+$/.test(c.projection.ptr ?? ''));
+  const value = (c: Column): string => {
+    const ref = `r.${c.identifier}`;
+    const base = ddlBaseType(c.mapped.ddl).type;
+    if (c.mapped.userDdl === true) return ref;
+    if (c.flatType === 'string_integer' || c.flatType === 'string_number') return `CAST(${ref} AS NVARCHAR(MAX))`;
+    if (c.flatType === 'object' || c.flatType === 'array') return `JSON_QUERY(${ref})`;
+    if (base === 'date') return `FORMAT(${ref}, 'yyyy-MM-dd')`;
+    if (base === 'datetime2') return `FORMAT(${ref} AT TIME ZONE 'UTC', 'yyyy-MM-ddTHH:mm:ss.FFFFFFF') + 'Z'`;
+    if (base === 'time') return `FORMAT(${ref}, 'HH:mm:ss.FFFFFFF')`;
+    if (base === 'varbinary') {
+      const col = `r.[${c.field.replaceAll(']', ']]').replaceAll('"', '""')}]`;
+      return `CAST(N'' AS XML).value(${literal(`xs:base64Binary(sql:column("${col}"))`)}, 'VARCHAR(MAX)')`;
+    }
+    return ref;
+  };
+  return `(SELECT ${cols.map((c) => `${value(c)} AS ${c.identifier}`).join(', ')} FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER)`;
+}
+
 export interface SqlServerDialect extends Dialect {
   collation: string;
   /** `varchar` with a UTF-8 collation, else `nvarchar`. */
@@ -323,8 +350,8 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     truncateLoad: (t) => `TRUNCATE TABLE ${loadName(t)};`,
     loadQuery(tables) {
       const arms = tables
-        .filter((t) => !t.deltaUpdates && t.document !== undefined)
-        .map((t) => `SELECT ${t.binding} AS binding, r.${t.document!.identifier} AS doc\n\tFROM ${loadName(t)} AS l\n\tJOIN ${t.identifier} AS r ON ${joinOn(t, 'l', 'r')}`);
+        .filter((t) => !t.deltaUpdates)
+        .map((t) => `SELECT ${t.binding} AS binding, ${t.document === undefined ? rebuiltDocument(t) : `r.${t.document.identifier}`} AS doc\n\tFROM ${loadName(t)} AS l\n\tJOIN ${t.identifier} AS r ON ${joinOn(t, 'l', 'r')}`);
       return arms.length === 0 ? undefined : `${arms.join('\nUNION ALL\n')};`;
     },
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { ConfigError, ConfigValidator } from '@sluice/runtime';
 import type { JsonObject } from '@sluice/runtime';
 import {
-  CONFIG_SCHEMA, NO_FLOW_DOCUMENT_ERROR, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig, resourcePath,
+  CONFIG_SCHEMA, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseGoDuration, parseResourceConfig, resourcePath,
 } from '../src/config.ts';
 import { defaultPortWarning, parseAddress } from '../src/address.ts';
 import { createSqlServerConnector } from '../src/connector.ts';
@@ -32,15 +32,22 @@ describe('schemas', () => {
     assert.equal(c.documentationUrl, 'https://go.estuary.dev/materialize-sqlserver');
   });
 
-  it('has exactly the SPEC fields (plus the reference\'s advanced ones), secrets marked', () => {
-    assert.deepEqual(Object.keys(CONFIG_SCHEMA.properties), ['address', 'user', 'database', 'schema', 'hardDelete', 'credentials', 'networkTunnel', 'advanced']);
-    assert.deepEqual(CONFIG_SCHEMA.required, ['address', 'user', 'database', 'credentials']);
-    const [pw, iam] = CONFIG_SCHEMA.properties.credentials.oneOf;
+  it('has the SPEC fields and every field upstream\'s config accepts, secrets marked', () => {
+    assert.deepEqual(Object.keys(CONFIG_SCHEMA.properties), ['address', 'user', 'database', 'schema', 'hardDelete', 'credentials', 'dbt_job_trigger', 'networkTunnel', 'advanced']);
+    assert.deepEqual(CONFIG_SCHEMA.required, ['address', 'user', 'database']);
+    const [pw, aws, azure] = CONFIG_SCHEMA.properties.credentials.oneOf;
     assert.equal(pw.properties.auth_type.const, 'UserPassword');
     assert.equal(pw.properties.password.secret, true);
     assert.deepEqual(pw.required, ['auth_type', 'password']);
-    assert.equal(iam.properties.auth_type.const, 'AWSIAM');
-    assert.deepEqual(iam.required, ['auth_type', 'aws_role_arn', 'aws_region']);
+    assert.equal(aws.properties.auth_type.const, 'AWSIAM');
+    assert.deepEqual(aws.required, ['auth_type', 'aws_role_arn', 'aws_region']);
+    assert.equal(azure.properties.auth_type.const, 'AzureIAM');
+    assert.deepEqual(azure.required, ['auth_type', 'azure_client_id', 'azure_tenant_id']);
+    assert.equal(CONFIG_SCHEMA.properties.credentials['x-iam-azure-scope'], 'https://database.windows.net/.default');
+    assert.deepEqual(Object.keys(CONFIG_SCHEMA.properties.dbt_job_trigger.properties), ['job_id', 'account_id', 'access_url', 'api_key', 'cause', 'mode', 'interval']);
+    assert.equal(CONFIG_SCHEMA.properties.dbt_job_trigger.properties.api_key.secret, true);
+    assert.deepEqual(CONFIG_SCHEMA.properties.dbt_job_trigger.properties.mode.enum, ['skip', 'replace', 'ignore']);
+    assert.deepEqual(Object.keys(CONFIG_SCHEMA.properties.advanced.properties), ['no_flow_document', 'feature_flags']);
     assert.equal(CONFIG_SCHEMA.properties.networkTunnel.properties.sshForwarding.properties.privateKey.secret, true);
     assert.match(CONFIG_SCHEMA.properties.address.description, /defaults to 3306; SQL Server usually listens on 1433/);
     assert.deepEqual(Object.keys(RESOURCE_SCHEMA.properties), ['table', 'schema', 'delta_updates']);
@@ -54,7 +61,7 @@ describe('schemas', () => {
     const v = new ConfigValidator(CONFIG_SCHEMA, 'endpoint config');
     const out = v.validate<JsonObject>(base, 'endpoint config');
     assert.equal(out.hardDelete, false);
-    assert.throws(() => v.validate({ address: 'db' }, 'endpoint config'), (err: Error) => err instanceof ConfigError && /user/.test(err.message) && /credentials/.test(err.message));
+    assert.throws(() => v.validate({ address: 'db' }, 'endpoint config'), (err: Error) => err instanceof ConfigError && /user/.test(err.message) && /database/.test(err.message));
     assert.throws(() => v.validate({ ...base, credentials: { auth_type: 'AWSIAM', aws_role_arn: 'arn:aws:iam::1:role/x' } }, 'endpoint config'), ConfigError);
     assert.throws(() => v.validate({ ...base, networkTunnel: { sshForwarding: { sshEndpoint: 'host', privateKey: 'k' } } }, 'endpoint config'), ConfigError);
     const r = new ConfigValidator(RESOURCE_SCHEMA, 'resource config');
@@ -65,12 +72,28 @@ describe('schemas', () => {
 describe('parseEndpointConfig', () => {
   it('rejects an unknown field, naming it and the allowed ones', () => {
     assert.throws(() => parseEndpointConfig({ ...base, hostname: 'x' }), {
-      message: "endpoint config: unknown field 'hostname'; allowed: address, user, database, schema, hardDelete, credentials, networkTunnel, advanced",
+      message: 'Invalid endpoint config (1 problem): /hostname is not an allowed property; allowed: address, user, database, schema, hardDelete, credentials, dbt_job_trigger, networkTunnel, advanced, password',
     });
   });
-  it('rejects an empty password and an unknown auth type', () => {
+  it('rejects an empty password, a missing credentials object and an incomplete AzureIAM', () => {
     assert.throws(() => parseEndpointConfig({ ...base, credentials: { auth_type: 'UserPassword', password: ' ' } }), { message: 'credentials.password must not be empty' });
-    assert.throws(() => parseEndpointConfig({ ...base, credentials: { auth_type: 'AzureIAM' } }), { message: 'credentials.auth_type must be UserPassword or AWSIAM, got "AzureIAM"' });
+    const { credentials: _c, ...noCredentials } = base;
+    assert.throws(() => parseEndpointConfig(noCredentials), {
+      message: 'endpoint config: credentials is required: {auth_type: UserPassword, password}, {auth_type: AWSIAM, aws_role_arn, aws_region} or {auth_type: AzureIAM, azure_client_id, azure_tenant_id}',
+    });
+    assert.throws(() => parseEndpointConfig({ ...base, credentials: { auth_type: 'AzureIAM' } }), {
+      message: 'Invalid endpoint config (2 problems): /credentials/azure_client_id is required; /credentials/azure_tenant_id is required',
+    });
+  });
+  it('accepts the legacy top-level password (configs from before credentials) as UserPassword, and keeps it only there', () => {
+    const { credentials: _c, ...legacy } = base;
+    const c = parseEndpointConfig({ ...legacy, password: 'old-secret' });
+    assert.deepEqual(c.credentials, { auth_type: 'UserPassword', password: 'old-secret' });
+    assert.equal('password' in c, false);
+  });
+  it('accepts AzureIAM with the runtime-injected access token', () => {
+    const c = parseEndpointConfig({ ...base, credentials: { auth_type: 'AzureIAM', azure_client_id: 'app', azure_tenant_id: 'tenant', azure_access_token: 'eyJ0' } });
+    assert.deepEqual(c.credentials, { auth_type: 'AzureIAM', azure_client_id: 'app', azure_tenant_id: 'tenant', azure_access_token: 'eyJ0' });
   });
   it('accepts AWS IAM with injected STS credentials, and requires both key halves', () => {
     const c = parseEndpointConfig({ ...base, credentials: { auth_type: 'AWSIAM', aws_role_arn: 'arn:aws:iam::1:role/r', aws_region: 'us-east-1', aws_access_key_id: 'AKIA', aws_secret_access_key: 'sk', aws_session_token: 'st' } });
@@ -79,22 +102,26 @@ describe('parseEndpointConfig', () => {
       message: 'credentials: injected STS credentials need both aws_access_key_id and aws_secret_access_key',
     });
   });
-  it('checks the SSH endpoint and keeps the tunnel', () => {
-    assert.throws(() => parseEndpointConfig({ ...base, networkTunnel: { sshForwarding: { sshEndpoint: 'bastion:22', privateKey: 'k' } } }), {
-      message: "networkTunnel.sshForwarding.sshEndpoint must look like ssh://user@host[:port], got 'bastion:22'",
+  it('dbt_job_trigger: defaults (mode skip, interval 30m), an https access URL, a Go duration, and the hidden legacy account_prefix', () => {
+    const dbt = { job_id: '12', account_id: '34', api_key: 'key', access_url: 'https://cloud.getdbt.com' };
+    assert.deepEqual(parseEndpointConfig({ ...base, dbt_job_trigger: dbt }).dbt_job_trigger, { ...dbt, mode: 'skip', interval: '30m' });
+    assert.throws(() => parseEndpointConfig({ ...base, dbt_job_trigger: { ...dbt, access_url: 'http://cloud.getdbt.com' } }), /\/dbt_job_trigger\/access_url/);
+    assert.throws(() => parseEndpointConfig({ ...base, dbt_job_trigger: { ...dbt, mode: 'sometimes' } }), /\/dbt_job_trigger\/mode/);
+    assert.throws(() => parseEndpointConfig({ ...base, dbt_job_trigger: { ...dbt, interval: '5 minutes' } }), {
+      message: "dbt_job_trigger.interval: '5 minutes' is not a duration: write a number and a unit (h, m, s, ms), e.g. 30m or 1h30m",
     });
+    const legacy = parseEndpointConfig({ ...base, dbt_job_trigger: { job_id: '12', account_id: '34', api_key: 'key', account_prefix: 'ab123' } }).dbt_job_trigger;
+    assert.equal(legacy?.account_prefix, 'ab123');
+    assert.deepEqual([parseGoDuration('30m'), parseGoDuration('1h30m'), parseGoDuration('1.5s'), parseGoDuration('0'), parseGoDuration('250ms')], [1_800_000, 5_400_000, 1500, 0, 250]);
+  });
+  it('checks the SSH endpoint and keeps the tunnel', () => {
+    assert.throws(() => parseEndpointConfig({ ...base, networkTunnel: { sshForwarding: { sshEndpoint: 'bastion:22', privateKey: 'k' } } }), /\/networkTunnel\/sshForwarding\/sshEndpoint/);
     const c = parseEndpointConfig({ ...base, networkTunnel: { sshForwarding: { sshEndpoint: 'ssh://u@bastion', privateKey: 'k' } } });
     assert.deepEqual(c.networkTunnel, { sshForwarding: { sshEndpoint: 'ssh://u@bastion', privateKey: 'k' } });
   });
-  it('advanced.no_flow_document is not offered: absent from the schema, and a clear error when set (true or false)', () => {
-    assert.ok(!('no_flow_document' in CONFIG_SCHEMA.properties.advanced.properties));
-    for (const v of [true, false]) {
-      assert.throws(() => parseEndpointConfig({ ...base, advanced: { no_flow_document: v } }), (e: Error) => e instanceof ConfigError && e.message === NO_FLOW_DOCUMENT_ERROR);
-    }
-    // Through the protocol the runtime's schema validation names the property first.
-    const v = new ConfigValidator(CONFIG_SCHEMA, 'endpoint config');
-    assert.throws(() => v.validate({ ...base, advanced: { no_flow_document: true } }, 'endpoint config'), (e: Error) => e instanceof ConfigError && /\/advanced\/no_flow_document is not an allowed property/.test(e.message));
-    assert.match(NO_FLOW_DOCUMENT_ERROR, /^advanced\.no_flow_document is not supported by this connector: .* remove advanced\.no_flow_document from the endpoint config/);
+  it('advanced.no_flow_document: false and true are accepted (default false)', () => {
+    assert.equal(parseEndpointConfig({ ...base, advanced: {} }).advanced?.no_flow_document, false);
+    assert.equal(parseEndpointConfig({ ...base, advanced: { no_flow_document: true } }).advanced?.no_flow_document, true);
   });
   it('parses advanced options and feature flags', () => {
     assert.throws(() => parseEndpointConfig({ ...base, advanced: { feature_flags: 'ok, Bad Flag' } }), {
@@ -103,7 +130,7 @@ describe('parseEndpointConfig', () => {
     const c = parseEndpointConfig({ ...base, hardDelete: true, schema: 'sales', advanced: { feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' } });
     assert.equal(c.hardDelete, true);
     assert.equal(c.schema, 'sales');
-    assert.deepEqual(c.advanced, { feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' });
+    assert.deepEqual(c.advanced, { no_flow_document: false, feature_flags: 'no_datetime_keys_as_string,allow_existing_tables_for_new_bindings' });
     assert.deepEqual(parseFeatureFlags(c.advanced?.feature_flags), {
       datetime_keys_as_string: false, native_binary_column_type: true, retain_existing_data_on_backfill: false,
       allow_existing_tables_for_new_bindings: true, always_drop_tables_on_backfill: false,
@@ -113,7 +140,7 @@ describe('parseEndpointConfig', () => {
 
 describe('resource config and path', () => {
   it('rejects a missing table', () => {
-    assert.throws(() => parseResourceConfig({ schema: 'x' }), { message: 'resource config: table is required' });
+    assert.throws(() => parseResourceConfig({ schema: 'x' }), { message: 'Invalid resource config (1 problem): /table is required' });
   });
   it('path is [schema, table] with the binding schema, else the endpoint schema, else [table]', () => {
     assert.deepEqual(resourcePath(parseResourceConfig({ table: 't', schema: 'a' }), { schema: 'b' }), ['a', 't']);

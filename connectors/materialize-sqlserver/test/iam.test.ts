@@ -66,4 +66,19 @@ describe('RDS IAM auth token', () => {
       await assert.rejects(client.connect(), { message: new RegExp(`^connection to 127\\.0\\.0\\.1:${port} was refused`) });
     } finally { await client.close(); }
   });
+  it('AzureIAM: the client presents the runtime-injected token (and reaches for the server); without one it says where the token comes from', async () => {
+    const s = createServer();
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const { port } = s.address() as AddressInfo;
+    await new Promise<void>((r) => s.close(() => r()));
+    const azure = { auth_type: 'AzureIAM', azure_client_id: 'app-id', azure_tenant_id: 'tenant-id' };
+    const withToken = new SqlServerClient(parseEndpointConfig({ address: `127.0.0.1:${port}`, user: 'flow', database: 'd', credentials: { ...azure, azure_access_token: 'eyJ0eXAi' } }), { connectTimeoutMs: 3000 });
+    try {
+      await assert.rejects(withToken.connect(), { message: new RegExp(`^connection to 127\\.0\\.0\\.1:${port} was refused`) });
+    } finally { await withToken.close(); }
+    const without = new SqlServerClient(parseEndpointConfig({ address: `127.0.0.1:${port}`, user: 'flow', database: 'd', credentials: azure }), { connectTimeoutMs: 3000 });
+    try {
+      await assert.rejects(without.connect(), (err: Error) => err instanceof ConfigError && /^credentials: AzureIAM needs an access token for application app-id \(tenant tenant-id\); Flow's runtime injects it as credentials\.azure_access_token/.test(err.message));
+    } finally { await without.close(); }
+  });
 });

@@ -51,6 +51,9 @@ function render(dialect: SqlServerDialect): { text: string; statements: { sectio
     add(`describeTable ${name}`, t.describeTable(table.path));
   }
   add('loadQuery (all bindings)', t.loadQuery(tables));
+  // advanced.no_flow_document: key_value without its document column; loads rebuild the document from root-level columns.
+  const kvSpec = FIXTURE.bindings![0]!;
+  add('loadQuery no_flow_document (key_value without flow_document)', t.loadQuery([buildTable(dialect, 0, kvSpec.resourcePath ?? [], { ...kvSpec, fieldSelection: { ...kvSpec.fieldSelection!, document: '' } })]));
 
   // Apply updates on binding 0: two new columns, then relaxations and migrations of existing ones.
   const kv = tables[0]!;

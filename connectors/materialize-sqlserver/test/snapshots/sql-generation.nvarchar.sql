@@ -325,7 +325,16 @@ SELECT 0 AS binding, r.flow_document AS doc
 UNION ALL
 SELECT 2 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_2 AS l
-	JOIN "order" AS r ON l.ts = r.ts AND l.id = r.id;
+	JOIN "order" AS r ON l.ts = r.ts AND l.id = r.id
+UNION ALL
+SELECT 3 AS binding, (SELECT r.id AS id FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
+	FROM #flow_temp_load_3 AS l
+	JOIN dbo.keys_only AS r ON l.id = r.id;
+
+-- loadQuery no_flow_document (key_value without flow_document)
+SELECT 0 AS binding, (SELECT r.key1 AS key1, r.key2 AS key2, CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[key!binary]"))', 'VARCHAR(MAX)') AS "key!binary", r."123" AS "123", r."_meta/op" AS "_meta/op", r."a""string`with`quote'characters" AS "a""string`with`quote'characters", r."a]b" AS "a]b", JSON_QUERY(r."array") AS "array", CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[binary]"))', 'VARCHAR(MAX)') AS "binary", r."boolean" AS "boolean", FORMAT(r."dateField", 'yyyy-MM-dd') AS "dateField", FORMAT(r."dateTimeField" AT TIME ZONE 'UTC', 'yyyy-MM-ddTHH:mm:ss.FFFFFFF') + 'Z' AS "dateTimeField", r."dotted.name" AS "dotted.name", r.field_with_projection AS field_with_projection, r."integer" AS "integer", r."integerGt64Bit" AS "integerGt64Bit", r."integerWithUserDDL" AS "integerWithUserDDL", r."key" AS "key", r.multiple AS multiple, r."nonAsciiκόσμε" AS "nonAsciiκόσμε", r.number AS number, r."numberCastToString" AS "numberCastToString", JSON_QUERY(r."object") AS "object", r."Select" AS "Select", r.string AS string, r."stringHuge" AS "stringHuge", CAST(r."stringInteger" AS NVARCHAR(MAX)) AS "stringInteger", CAST(r."stringInteger39Chars" AS NVARCHAR(MAX)) AS "stringInteger39Chars", CAST(r."stringNumber" AS NVARCHAR(MAX)) AS "stringNumber", r."stringSized" AS "stringSized", FORMAT(r."timeField", 'HH:mm:ss.FFFFFFF') AS "timeField", r."uuidField" AS "uuidField", r."with space" AS "with space", r.é AS é FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
+	FROM #flow_temp_load_0 AS l
+	JOIN dbo.key_value AS r ON l.key1 = r.key1 AND l.key2 = r.key2 AND l."key!binary" = r."key!binary";
 
 -- addColumns key_value
 ALTER TABLE dbo.key_value ADD
