@@ -256,9 +256,10 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
    * Temp-table (staging) column type: exactly what the client declares to the TDS bulk load, which does not
    * convert types. Strings are staged as UTF-16 `nvarchar` with the target's collation (tedious would encode
    * `varchar` in the database's default code page); MERGE / INSERT … SELECT convert into the target column.
-   * User DDL is staged as text and converted by the server the same way. Staging columns are all nullable and
-   * unkeyed: a deletion's tombstone may lack required values, the runtime sends each key once per transaction,
-   * and an nvarchar copy of a 900-byte varchar key can exceed the 900-byte index limit.
+   * User DDL is staged as text and converted by the server the same way (text → DECIMAL is exact). Key columns are
+   * NOT NULL; values are nullable (a deletion's tombstone may lack required values). No primary key: the runtime
+   * sends each key once per transaction, and an nvarchar copy of a 900-byte varchar key can exceed the 900-byte
+   * index limit (a 600-character ASCII key is 600 bytes in the target, 1200 staged).
    */
   const stagingDdl = (c: Column): string => {
     if (c.mapped.userDdl === true) return `nvarchar(MAX) COLLATE ${collation}`;
@@ -271,7 +272,19 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
   const keyList = (t: Table) => t.keys.map((k) => k.identifier).join(', ');
   const loadName = (t: Table) => `#flow_temp_load_${t.binding}`;
   const storeName = (t: Table) => `#flow_temp_store_${t.binding}`;
-  const joinOn = (t: Table, l: string, r: string) => t.keys.map((k) => `${l}.${k.identifier} = ${r}.${k.identifier}`).join(' AND ');
+  /**
+   * Join a target table (alias `target`) with its staging table (alias `staged`) on the key. A string key staged as
+   * nvarchar beside a varchar target key is cast to the target's type on the staging side (lossless: the staging
+   * column has the target's UTF-8 collation), so the comparison is varchar = varchar and the target's primary key
+   * index is seeked; comparing it as nvarchar would convert every target key (an index scan).
+   */
+  const joinOn = (t: Table, target: string, staged: string) => t.keys.map((k) => {
+    const want = ddlBaseType(k.mapped.ddl);
+    const cast = k.mapped.userDdl !== true && want.type === 'varchar' && ddlBaseType(stagingDdl(k)).type === 'nvarchar';
+    const side = `${staged}.${k.identifier}`;
+    return `${target}.${k.identifier} = ${cast ? `CAST(${side} AS varchar(${want.length === -1 || want.length === null ? 'MAX' : want.length}))` : side}`;
+  }).join(' AND ');
+  const stagedKey = (k: Column) => `\t${k.identifier} ${stagingDdl(k)} NOT NULL`;
   const checkpointsPath = (path: string[]) => quotePath(path);
 
   function createTableIfMissing(path: readonly string[], body: string): string {
@@ -344,20 +357,20 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
     loadTable: (t) => ({ name: loadName(t), identifier: loadName(t) }),
     createLoadTable(t) {
-      const cols = t.keys.map((k) => `\t${k.identifier} ${stagingDdl(k)}`);
+      const cols = t.keys.map(stagedKey);
       return `CREATE TABLE ${loadName(t)} (\n${cols.join(',\n')}\n);`;
     },
     truncateLoad: (t) => `TRUNCATE TABLE ${loadName(t)};`,
     loadQuery(tables) {
       const arms = tables
         .filter((t) => !t.deltaUpdates)
-        .map((t) => `SELECT ${t.binding} AS binding, ${t.document === undefined ? rebuiltDocument(t) : `r.${t.document.identifier}`} AS doc\n\tFROM ${loadName(t)} AS l\n\tJOIN ${t.identifier} AS r ON ${joinOn(t, 'l', 'r')}`);
+        .map((t) => `SELECT ${t.binding} AS binding, ${t.document === undefined ? rebuiltDocument(t) : `r.${t.document.identifier}`} AS doc\n\tFROM ${loadName(t)} AS l\n\tJOIN ${t.identifier} AS r ON ${joinOn(t, 'r', 'l')}`);
       return arms.length === 0 ? undefined : `${arms.join('\nUNION ALL\n')};`;
     },
 
     storeTable: (t) => ({ name: storeName(t), identifier: storeName(t) }),
     createStoreTable(t) {
-      const cols = t.columns.map((c) => `\t${c.identifier} ${stagingDdl(c)}`);
+      const cols = t.columns.map((c) => (c.role === 'key' ? stagedKey(c) : `\t${c.identifier} ${stagingDdl(c)}`));
       cols.push(`\t${DELETE_FLAG_COLUMN} BIT`);
       return `CREATE TABLE ${storeName(t)} (\n${cols.join(',\n')}\n);`;
     },

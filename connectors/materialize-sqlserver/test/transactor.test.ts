@@ -215,9 +215,10 @@ describe('bulk column mapping (tedious types)', () => {
         const staged = new Map<string, string>();
         for (const sql of [d.templates.createStoreTable!(t), d.templates.createLoadTable(t)]) {
           for (const line of sql.split('\n').slice(1, -1)) {
-            const m = /^\t(.+?) ([A-Za-z0-9]+(?: PRECISION)?(?:\((?:MAX|\d+)\))?)(?: COLLATE \S+)?,?$/.exec(line);
+            const m = /^\t(.+?) ([A-Za-z0-9]+(?: PRECISION)?(?:\((?:MAX|\d+)\))?)(?: COLLATE \S+)?( NOT NULL)?,?$/.exec(line);
             assert.ok(m !== null, `unparsed staging column line: ${line}`);
             staged.set(m[1]!, m[2]!.toLowerCase().replace('double precision', 'float'));
+            assert.equal(m[3] !== undefined, t.keys.some((k) => k.identifier === m[1]), `NOT NULL exactly on key columns: ${line}`);
           }
         }
         for (const c of [...t.columns, { identifier: '_flow_delete', mapped: { ddl: 'boolean' } }]) {

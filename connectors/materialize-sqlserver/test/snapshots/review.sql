@@ -87,20 +87,20 @@ VALUES (N'acmeCo/materialize-sqlserver', 0, 4294967295, 0, N'');
 
 -- Open: session temp tables on the load connection
 CREATE TABLE #flow_temp_load_0 (
-	key1 BIGINT,
-	key2 BIT,
-	"key!binary" VARBINARY(900)
+	key1 BIGINT NOT NULL,
+	key2 BIT NOT NULL,
+	"key!binary" VARBINARY(900) NOT NULL
 );
 CREATE TABLE #flow_temp_load_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
 );
 
 -- Open: session temp tables on the store connection
 CREATE TABLE #flow_temp_store_0 (
-	key1 BIGINT,
-	key2 BIT,
-	"key!binary" VARBINARY(900),
+	key1 BIGINT NOT NULL,
+	key2 BIT NOT NULL,
+	"key!binary" VARBINARY(900) NOT NULL,
 	"123" BIGINT,
 	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
@@ -137,19 +137,19 @@ CREATE TABLE #flow_temp_store_0 (
 	_flow_delete BIT
 );
 CREATE TABLE #flow_temp_store_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
 	_flow_delete BIT
 );
 CREATE TABLE #flow_temp_store_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	_flow_delete BIT
 );
 CREATE TABLE #flow_temp_store_3 (
-	id BIGINT,
+	id BIGINT NOT NULL,
 	_flow_delete BIT
 );
 
@@ -157,11 +157,11 @@ CREATE TABLE #flow_temp_store_3 (
 BEGIN TRANSACTION;
 SELECT 0 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_0 AS l
-	JOIN dbo.key_value AS r ON l.key1 = r.key1 AND l.key2 = r.key2 AND l."key!binary" = r."key!binary"
+	JOIN dbo.key_value AS r ON r.key1 = l.key1 AND r.key2 = l.key2 AND r."key!binary" = l."key!binary"
 UNION ALL
 SELECT 2 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_2 AS l
-	JOIN "order" AS r ON l.ts = r.ts AND l.id = r.id;
+	JOIN "order" AS r ON r.ts = CAST(l.ts AS varchar(900)) AND r.id = CAST(l.id AS varchar(900));
 TRUNCATE TABLE #flow_temp_load_0;
 TRUNCATE TABLE #flow_temp_load_2;
 COMMIT TRANSACTION;
@@ -189,7 +189,7 @@ TRUNCATE TABLE #flow_temp_store_1;
 -- binding 2 (order) when some stored key may already exist or is deleted:
 MERGE INTO "order" AS l
 USING #flow_temp_store_2 AS r
-ON l.ts = r.ts AND l.id = r.id
+ON l.ts = CAST(r.ts AS varchar(900)) AND l.id = CAST(r.id AS varchar(900))
 WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
 WHEN MATCHED THEN UPDATE SET l.flow_document = r.flow_document
 WHEN NOT MATCHED AND r._flow_delete = 0 THEN

@@ -61,9 +61,9 @@ CREATE TABLE dbo.key_value (
 
 -- createLoadTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_load_0 (
-	key1 BIGINT,
-	key2 BIT,
-	"key!binary" VARBINARY(900)
+	key1 BIGINT NOT NULL,
+	key2 BIT NOT NULL,
+	"key!binary" VARBINARY(900) NOT NULL
 );
 
 -- truncateLoad dbo.key_value (binding 0)
@@ -71,9 +71,9 @@ TRUNCATE TABLE #flow_temp_load_0;
 
 -- createStoreTable dbo.key_value (binding 0)
 CREATE TABLE #flow_temp_store_0 (
-	key1 BIGINT,
-	key2 BIT,
-	"key!binary" VARBINARY(900),
+	key1 BIGINT NOT NULL,
+	key2 BIT NOT NULL,
+	"key!binary" VARBINARY(900) NOT NULL,
 	"123" BIGINT,
 	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
@@ -155,7 +155,7 @@ CREATE TABLE "Weird ""Schema"""."delta updates" (
 
 -- createLoadTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_load_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8
+	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
 );
 
 -- truncateLoad Weird "Schema".delta updates (binding 1, delta)
@@ -163,7 +163,7 @@ TRUNCATE TABLE #flow_temp_load_1;
 
 -- createStoreTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_store_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
 	_flow_delete BIT
@@ -172,7 +172,7 @@ CREATE TABLE #flow_temp_store_1 (
 -- mergeFromStore Weird "Schema".delta updates (binding 1, delta)
 MERGE INTO "Weird ""Schema"""."delta updates" AS l
 USING #flow_temp_store_1 AS r
-ON l."theKey" = r."theKey"
+ON l."theKey" = CAST(r."theKey" AS varchar(900))
 WHEN MATCHED THEN UPDATE SET l."aValue" = r."aValue", l.flow_published_at = r.flow_published_at
 WHEN NOT MATCHED THEN
 	INSERT ("theKey", "aValue", flow_published_at)
@@ -213,8 +213,8 @@ CREATE TABLE "order" (
 
 -- createLoadTable order (binding 2)
 CREATE TABLE #flow_temp_load_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
 );
 
 -- truncateLoad order (binding 2)
@@ -222,8 +222,8 @@ TRUNCATE TABLE #flow_temp_load_2;
 
 -- createStoreTable order (binding 2)
 CREATE TABLE #flow_temp_store_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8,
+	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	_flow_delete BIT
 );
@@ -231,7 +231,7 @@ CREATE TABLE #flow_temp_store_2 (
 -- mergeFromStore order (binding 2)
 MERGE INTO "order" AS l
 USING #flow_temp_store_2 AS r
-ON l.ts = r.ts AND l.id = r.id
+ON l.ts = CAST(r.ts AS varchar(900)) AND l.id = CAST(r.id AS varchar(900))
 WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
 WHEN MATCHED THEN UPDATE SET l.flow_document = r.flow_document
 WHEN NOT MATCHED AND r._flow_delete = 0 THEN
@@ -272,7 +272,7 @@ CREATE TABLE dbo.keys_only (
 
 -- createLoadTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_load_3 (
-	id BIGINT
+	id BIGINT NOT NULL
 );
 
 -- truncateLoad dbo.keys_only (binding 3)
@@ -280,7 +280,7 @@ TRUNCATE TABLE #flow_temp_load_3;
 
 -- createStoreTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_store_3 (
-	id BIGINT,
+	id BIGINT NOT NULL,
 	_flow_delete BIT
 );
 
@@ -321,20 +321,20 @@ ORDER BY c.ORDINAL_POSITION;
 -- loadQuery (all bindings)
 SELECT 0 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_0 AS l
-	JOIN dbo.key_value AS r ON l.key1 = r.key1 AND l.key2 = r.key2 AND l."key!binary" = r."key!binary"
+	JOIN dbo.key_value AS r ON r.key1 = l.key1 AND r.key2 = l.key2 AND r."key!binary" = l."key!binary"
 UNION ALL
 SELECT 2 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_2 AS l
-	JOIN "order" AS r ON l.ts = r.ts AND l.id = r.id
+	JOIN "order" AS r ON r.ts = CAST(l.ts AS varchar(900)) AND r.id = CAST(l.id AS varchar(900))
 UNION ALL
 SELECT 3 AS binding, (SELECT r.id AS id FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
 	FROM #flow_temp_load_3 AS l
-	JOIN dbo.keys_only AS r ON l.id = r.id;
+	JOIN dbo.keys_only AS r ON r.id = l.id;
 
 -- loadQuery no_flow_document (key_value without flow_document)
 SELECT 0 AS binding, (SELECT r.key1 AS key1, r.key2 AS key2, CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[key!binary]"))', 'VARCHAR(MAX)') AS "key!binary", r."123" AS "123", r."_meta/op" AS "_meta/op", r."a""string`with`quote'characters" AS "a""string`with`quote'characters", r."a]b" AS "a]b", JSON_QUERY(r."array") AS "array", CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[binary]"))', 'VARCHAR(MAX)') AS "binary", r."boolean" AS "boolean", FORMAT(r."dateField", 'yyyy-MM-dd') AS "dateField", FORMAT(r."dateTimeField" AT TIME ZONE 'UTC', 'yyyy-MM-ddTHH:mm:ss.FFFFFFF') + 'Z' AS "dateTimeField", r."dotted.name" AS "dotted.name", r.field_with_projection AS field_with_projection, r."integer" AS "integer", r."integerGt64Bit" AS "integerGt64Bit", r."integerWithUserDDL" AS "integerWithUserDDL", r."key" AS "key", r.multiple AS multiple, r."nonAsciiκόσμε" AS "nonAsciiκόσμε", r.number AS number, r."numberCastToString" AS "numberCastToString", JSON_QUERY(r."object") AS "object", r."Select" AS "Select", r.string AS string, r."stringHuge" AS "stringHuge", CAST(r."stringInteger" AS NVARCHAR(MAX)) AS "stringInteger", CAST(r."stringInteger39Chars" AS NVARCHAR(MAX)) AS "stringInteger39Chars", CAST(r."stringNumber" AS NVARCHAR(MAX)) AS "stringNumber", r."stringSized" AS "stringSized", FORMAT(r."timeField", 'HH:mm:ss.FFFFFFF') AS "timeField", r."uuidField" AS "uuidField", r."with space" AS "with space", r.é AS é FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
 	FROM #flow_temp_load_0 AS l
-	JOIN dbo.key_value AS r ON l.key1 = r.key1 AND l.key2 = r.key2 AND l."key!binary" = r."key!binary";
+	JOIN dbo.key_value AS r ON r.key1 = l.key1 AND r.key2 = l.key2 AND r."key!binary" = l."key!binary";
 
 -- addColumns key_value
 ALTER TABLE dbo.key_value ADD
