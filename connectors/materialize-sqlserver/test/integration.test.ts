@@ -5,7 +5,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { FencedError } from '@sluice/materialize-sql';
+import { FencedError, checkpointToText } from '@sluice/materialize-sql';
 import type {
   DecodedLoad, DecodedStore, JsonObject, Logger, MaterializationBindingSpec, MaterializationSpec, MaterializeBinding, Projection,
 } from '@sluice/runtime';
@@ -135,6 +135,28 @@ describe('SQL Server integration', () => {
     ({ transactor, opened } = await open());
     await transactor.close?.();
     assert.deepEqual(opened.runtimeCheckpoint, { sources: { one: { readThrough: '2' } } });
+  });
+
+  it('swap: a checkpoints row written by upstream (base64 protobuf) opens and resumes; the next commit is written in upstream\'s format', { skip }, async () => {
+    const m = spec(`test/swap-${suffix}`, [simple('swapped', schema, [], [])], config);
+    await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    const upstreamRow = checkpointToText({ sources: { j: { readThrough: '300' } } });
+    const conn = await client.connect();
+    try {
+      await conn.exec(`INSERT INTO "${schema}".flow_checkpoints_v1 (materialization, key_begin, key_end, fence, "checkpoint") VALUES (N'${m.name}', 0, 4294967295, 7, N'${upstreamRow}');`);
+    } finally { await conn.close(); }
+    const { transactor, opened } = await connector.open({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, version: 'v1', state: {} });
+    try {
+      assert.deepEqual(opened.runtimeCheckpoint, { sources: { j: { readThrough: '300' } } });
+      await transactor.acknowledge();
+      await transactor.store(iter<DecodedStore>([]));
+      await transactor.startCommit({ sources: { j: { readThrough: '301' } } });
+    } finally { await transactor.close?.(); }
+    const after = await client.connect();
+    try {
+      const rows = await after.query(`SELECT fence, "checkpoint" FROM "${schema}".flow_checkpoints_v1 WHERE materialization = N'${m.name}';`);
+      assert.deepEqual(rows.map((r) => [Number(r.fence), r.checkpoint]), [[8, checkpointToText({ sources: { j: { readThrough: '301' } } })]]);
+    } finally { await after.close(); }
   });
 
   it('materializes multi-binding transactions whose stores and loads interleave (one bulk load per binding, spilled past the memory budget)', { skip }, async () => {
