@@ -23,7 +23,7 @@ import type { EndpointConfig, ResourceConfig } from '../connectors/materialize-s
 
 const N = Number(process.env.BENCH_DOCS ?? 1_000_000);
 const TXN = Number(process.env.BENCH_TXN ?? 10_000);
-const BIN = join(import.meta.dirname, '..', 'connectors', 'materialize-sqlite', 'bin', 'materialize-sqlite.ts');
+const BIN = join(import.meta.dirname, '..', 'connectors', 'materialize-sqlite', 'bin', 'materialize-sqlite.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-mat-sqlite-'));
 
 const FIELDS: [string, string[], Record<string, unknown>?][] = [

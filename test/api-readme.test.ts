@@ -14,7 +14,7 @@ import { startCommand } from '../plane/src/cli/start.ts';
 
 const run = promisify(execFile);
 const README = fileURLToPath(new URL('../plane/src/api/README.md', import.meta.url));
-const SLUICE = fileURLToPath(new URL('../plane/bin/sluice.ts', import.meta.url));
+const SLUICE = fileURLToPath(new URL('../plane/bin/sluice.js', import.meta.url));
 const HAVE_CURL = await run('curl', ['--version']).then(() => true, () => false);
 
 interface Command { text: string; expected: string[] }

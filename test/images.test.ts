@@ -361,7 +361,7 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       await run('podman', ['untag', sqliteImage, sqliteImage]).catch(() => undefined);
     });
 
-    const sluice = (args: string[]) => run(process.execPath, [join(ROOT, 'plane/bin/sluice.ts'), ...args], { cwd: ROOT, timeout: 120_000 });
+    const sluice = (args: string[]) => run(process.execPath, [join(ROOT, 'plane/bin/sluice.js'), ...args], { cwd: ROOT, timeout: 120_000 });
 
     test('sluice preview --container-engine podman: a capture image\'s documents', { timeout: TEST_TIMEOUT }, async () => {
       const { stdout } = await sluice(['preview', '--catalog', join(dir, 'capture.flow.yaml'), '--container-engine', 'podman', '--timeout', '60']);

@@ -13,7 +13,7 @@ import { startPlane } from '../plane/src/cli/serve.ts';
 import { startCommand } from '../plane/src/cli/start.ts';
 import { testCommand } from '../plane/src/cli/test.ts';
 
-const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.ts', import.meta.url));
+const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.js', import.meta.url));
 
 function tmp(t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-cli-'));
@@ -184,7 +184,7 @@ test('sluice serve (the process): republishes on SIGHUP, stops cleanly on SIGTER
   const dir = tmp(t);
   writeFileSync(join(dir, 'flow.yaml'), catalog());
   const { spawn } = await import('node:child_process');
-  const bin = fileURLToPath(new URL('../plane/bin/sluice.ts', import.meta.url));
+  const bin = fileURLToPath(new URL('../plane/bin/sluice.js', import.meta.url));
   const child = spawn(process.execPath, [bin, 'serve', '--catalog', join(dir, 'flow.yaml'), '--port', '0', '--ingest-port', '0', '--data-dir', join(dir, 'data')], { stdio: ['ignore', 'ignore', 'pipe'] });
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   let err = '';

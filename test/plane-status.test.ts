@@ -14,7 +14,7 @@ import { runTokenCommand } from '../plane/src/cli/token.ts';
 import { startPlane } from '../plane/src/cli/serve.ts';
 import { chronoDisplay } from '../plane/src/control/status.ts';
 
-const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.ts', import.meta.url));
+const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.js', import.meta.url));
 const SLOW_CAPTURE = fileURLToPath(new URL('./fixtures/slow-capture.ts', import.meta.url));
 const node = JSON.stringify(process.execPath);
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 
-const SLUICE = new URL('../plane/bin/sluice.ts', import.meta.url).pathname;
+const SLUICE = new URL('../plane/bin/sluice.js', import.meta.url).pathname;
 
 function sluice(args: string[]): Promise<{ code: number | null; stderr: string }> {
   const child = spawn(process.execPath, [SLUICE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -36,6 +36,10 @@ export interface LocalPlaneOptions {
   progress?: (line: string) => void;
   /** Least time between two progress lines of a task (default 5 s). */
   progressIntervalMs?: number;
+  /** The names of the live specs in this data dir (the control store's), for the deletions guard. */
+  liveSpecNames?: () => string[];
+  /** Publish even when the catalog deletes more live specs than it adds (`--allow-deletions`). */
+  allowDeletions?: boolean;
 }
 
 export interface PublishResult {
@@ -51,6 +55,10 @@ export interface PublishResult {
   unchanged: string[];
   /** Images upgraded by this publication (SPEC, Versioning). */
   upgrades: { catalogName: string; from: string; to: string }[];
+  /** Live specs this publication deletes (absent from the catalog), or would have deleted when refused. */
+  deleted: string[];
+  /** True when the publication was refused because it deletes more live specs than it adds. */
+  deletionsRefused?: boolean;
   catalog?: Catalog;
 }
 
@@ -96,7 +104,22 @@ export class LocalPlane {
       const errors = [(err as Error).message];
       const outcome = recorder.publish({ specs: [], detail, result: 'buildFailed', errors: errors.map((e) => ({ detail: e })) });
       log(`publication ${outcome.pubId} failed: ${errors[0]}`);
-      return { result: 'buildFailed', pubId: outcome.pubId, errors, tests: [], applied: [], started: [], unchanged: [], upgrades: [] };
+      return { result: 'buildFailed', pubId: outcome.pubId, errors, tests: [], applied: [], started: [], unchanged: [], upgrades: [], deleted: [] };
+    }
+
+    // A catalog is the whole set of live specs: what it leaves out is deleted. Publishing the wrong catalog
+    // against a data dir (another project's ./data) would silently delete its specs, so a publication that
+    // deletes more than it adds needs allowDeletions; any deletion is logged by name.
+    const names = new Set(publishedSpecsOf(catalog).map((spec) => spec.catalogName));
+    const live = this.options.liveSpecNames?.() ?? [];
+    const deleted = live.filter((name) => !names.has(name)).sort();
+    const added = [...names].filter((name) => !live.includes(name));
+    if (deleted.length > added.length && this.options.allowDeletions !== true) {
+      const error = `this publication of ${this.options.catalogFile} would delete ${deleted.length} live spec(s) of the data dir ${this.options.dataDir} ` +
+        `and add ${added.length}: ${deleted.join(', ')}. Pass --allow-deletions to delete them, or --data-dir to use another data dir`;
+      const outcome = recorder.publish({ specs: [], detail, result: 'publishFailed', errors: [{ detail: error }], partial: true });
+      log(`publication ${outcome.pubId} refused: ${error}`);
+      return { result: 'publishFailed', pubId: outcome.pubId, errors: [error], tests: [], applied: [], started: [], unchanged: [], upgrades: [], deleted, deletionsRefused: true };
     }
 
     const errors: { detail: string; catalog_name?: string }[] = [];
@@ -130,7 +153,8 @@ export class LocalPlane {
     for (const t of tests) {
       recorder.testResult(t.name, { passing: t.passing, at: new Date(), ...(t.error ? { error: t.error } : {}) });
     }
-    const summary: PublishResult = { result, pubId: outcome.pubId, errors: [...errors, ...testErrors].map((e) => e.detail), tests, applied: [], started: [], unchanged: [], upgrades: [], catalog };
+    const summary: PublishResult = { result, pubId: outcome.pubId, errors: [...errors, ...testErrors].map((e) => e.detail), tests, applied: [], started: [], unchanged: [], upgrades: [], deleted: result === 'success' ? deleted : [], catalog };
+    if (summary.deleted.length) log(`publication ${outcome.pubId}: deleted ${summary.deleted.length} live spec(s) no longer in the catalog: ${summary.deleted.join(', ')}`);
     if (result !== 'success') {
       log(`publication ${outcome.pubId} ${result}: ${summary.errors.join('; ')}`);
       return summary;

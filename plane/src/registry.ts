@@ -27,14 +27,14 @@ export const BUILTIN_CONNECTORS: readonly BuiltinConnector[] = [
   {
     name: 'materialize-sqlserver',
     protocol: 'materialize',
-    bin: root('connectors/materialize-sqlserver/bin/materialize-sqlserver.ts'),
+    bin: root('connectors/materialize-sqlserver/bin/materialize-sqlserver.js'),
     image: 'ghcr.io/sluice-dev/materialize-sqlserver:v2',
     description: 'materialize collections into SQL Server tables (standard or delta updates)',
   },
   {
     name: 'materialize-sqlite',
     protocol: 'materialize',
-    bin: root('connectors/materialize-sqlite/bin/materialize-sqlite.ts'),
+    bin: root('connectors/materialize-sqlite/bin/materialize-sqlite.js'),
     image: 'ghcr.io/sluice-dev/materialize-sqlite:v1',
     description: 'materialize collections into an embedded SQLite file',
   },

@@ -10,8 +10,8 @@ import { packTupleBase64 } from '../src/protocol/tuple.ts';
 
 const node = process.execPath;
 const path = (p: string) => fileURLToPath(new URL(p, import.meta.url));
-const testCapture = { command: node, args: [path('../bin/sluice-test-capture.ts')] };
-const testMaterialize = { command: node, args: [path('../bin/sluice-test-materialize.ts')] };
+const testCapture = { command: node, args: [path('../bin/sluice-test-capture.js')] };
+const testMaterialize = { command: node, args: [path('../bin/sluice-test-materialize.js')] };
 const openCapture = (config: JsonObject, names = ['users']): CaptureRequest => ({
   open: { capture: { name: 'a/src', config, bindings: names.map((name) => ({ resourceConfig: { name }, collection: { name: `a/${name}` }, stateKey: name })) } },
 });

@@ -82,11 +82,11 @@ describe('orphaned connectors exit when their parent dies', () => {
   });
 
   it('a capture that keeps writing documents (EPIPE on stdout)', async () => {
-    await orphan(BIN('sluice-test-capture.ts'), [CAPTURE_OPEN({ count: 1_000_000, delayMs: 5 })]);
+    await orphan(BIN('sluice-test-capture.js'), [CAPTURE_OPEN({ count: 1_000_000, delayMs: 5 })]);
   });
 
   it('a materialization waiting for its next transaction (stdin ends, the error report meets EPIPE)', async () => {
-    await orphan(BIN('sluice-test-materialize.ts'), [{
+    await orphan(BIN('sluice-test-materialize.js'), [{
       open: {
         materialization: {
           name: 'acme/orphan', config: {},

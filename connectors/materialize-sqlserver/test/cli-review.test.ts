@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { assertTsql, grammarReady, statementsOf } from './tsql-grammar.ts';
 
-const SLUICE = join(import.meta.dirname, '..', '..', '..', 'plane', 'bin', 'sluice.ts');
+const SLUICE = join(import.meta.dirname, '..', '..', '..', 'plane', 'bin', 'sluice.js');
 const skip = existsSync(SLUICE) ? undefined : `the sluice CLI (${SLUICE}) is not present`;
 if (skip !== undefined) console.log(`# CLI review test skipped: ${skip}`);
 

@@ -9,7 +9,7 @@ import { FIXTURE } from './fixture.ts';
 import { matchSnapshot } from './snapshot.ts';
 import { assertTsql, grammarReady, statementsOf } from './tsql-grammar.ts';
 
-const BIN = join(import.meta.dirname, '..', 'bin', 'materialize-sqlserver.ts');
+const BIN = join(import.meta.dirname, '..', 'bin', 'materialize-sqlserver.js');
 
 function runBin(request: object): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {

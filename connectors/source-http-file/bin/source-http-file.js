@@ -18,10 +18,12 @@
 // NODE_DISABLE_COMPILE_CACHE=1) keeps the type-stripped, compiled modules, so later starts skip the
 // TypeScript stripper: measured 0.38 → 0.27 s CPU and 111 → 102 MB RSS to answer `spec`. It never
 // throws (an unwritable directory just disables it); modules load after it, hence the dynamic imports.
+// On a Node older than 24 the launcher re-executes this bin, with the flags above, on the pinned Node 24.
 // @ts-check
-import { enableCompileCache } from 'node:module';
+import { runOnSupportedNode } from '@sluice/runtime/launch';
 
-enableCompileCache();
+await runOnSupportedNode(import.meta.url);
+(await import('node:module')).enableCompileCache();
 // With SLUICE_HTTP_FILE_WORKER=1 or auto (files parsed in a thread), the thread starts now, while this one
 // loads its modules and reads the request (~0.1 s less to the first document); an unused one idles
 // unreferenced and ends with the process.

@@ -16,7 +16,6 @@ import { CHUNK_SIZES, feedText, flowParserCorpus, openRequest, runProtocol, star
 import type { FileServer } from './helpers.ts';
 
 const corpus = flowParserCorpus();
-if (corpus.skip) console.log(`# flow-parser conformance skipped: ${corpus.skip}`);
 const read = (name: string): Buffer => readFileSync(`${corpus.dir ?? ''}${name}`);
 const text = (name: string): string => read(name).toString('utf8');
 

@@ -3,9 +3,13 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { SluiceError } from '@sluice/runtime';
 
+/** A mistake on the command line or in what it names (missing file, busy port): one line, no stack. */
 export class UsageError extends SluiceError {
-  constructor(message: string) {
+  /** 2 for a malformed command line, 1 for a well-formed one that cannot run. */
+  readonly exitCode: number;
+  constructor(message: string, exitCode = 2) {
     super('USAGE', message);
+    this.exitCode = exitCode;
   }
 }
 
@@ -36,7 +40,7 @@ export async function runCommand(body: () => Promise<number>): Promise<number> {
     }
     if (err instanceof UsageError) {
       process.stderr.write(`sluice: ${err.message}\n`);
-      return 2;
+      return err.exitCode;
     }
     if (err instanceof SluiceError && err.userFacing) {
       process.stderr.write(`sluice: ${err.message}\n`);

@@ -2,19 +2,20 @@
 //  [--container-engine docker|podman] [--host 127.0.0.1] [--quiet]`: the local plane. Publishes the catalog,
 // runs its tasks, serves the control-plane API (/api/v1) and the ingester (/ingest), and republishes on
 // SIGHUP or when the catalog file changes. SIGINT/SIGTERM stop it cleanly.
-import { watch, type FSWatcher } from 'node:fs';
+import { existsSync, watch, type FSWatcher } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { createControlPlane, type ControlPlane } from '../control/index.ts';
 import { notFound } from '../ingest/ingest.ts';
 import { LocalPlane, type PublishResult } from '../plane.ts';
+import { lockDataDir, type DataDirLock } from '../data-dir-lock.ts';
 import { Launcher } from '../tasks/launcher.ts';
 import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 
 export const description = 'run a catalog on this machine: tasks, journals, /ingest and the /api/v1 control plane';
-const USAGE = 'usage: sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir DIR] [--host 127.0.0.1] [--container-engine docker|podman] [--quiet]';
+const USAGE = 'usage: sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir DIR] [--host 127.0.0.1] [--container-engine docker|podman] [--quiet] [--allow-deletions]';
 
 export interface ServeOptions {
   catalogFile: string;
@@ -40,6 +41,12 @@ export interface ServeOptions {
   progressIntervalMs?: number;
   /** Task failure back-off: first delay and cap, in ms (default 1 s and 5 min; tests shorten them). */
   backoff?: { baseMs?: number; maxMs?: number };
+  /** Publish even when the catalog deletes more live specs than it adds. */
+  allowDeletions?: boolean;
+  /** Names the process in the data dir's lock (default "sluice serve"). */
+  command?: string;
+  /** The data dir's lock when the caller took it already (start writes into the dir first); released on close. */
+  lock?: DataDirLock;
 }
 
 export interface RunningPlane {
@@ -69,31 +76,44 @@ function notReady(res: ServerResponse): void {
   res.end(body);
 }
 
-function listen(server: Server, port: number, host: string): Promise<number> {
+/** Listens, turning the usual user-side failures (busy port, privileged port) into one clear line. */
+function listen(server: Server, port: number, host: string, flag: string): Promise<number> {
   return new Promise((resolvePort, reject) => {
-    server.once('error', reject);
+    const onError = (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EADDRINUSE') reject(new UsageError(`port ${port} is in use (on ${host}); pass ${flag} with another port (0 picks a free one)`, 1));
+      else if (err.code === 'EACCES') reject(new UsageError(`cannot listen on port ${port} of ${host}: permission denied; pass ${flag} with a port above 1023`, 1));
+      else if (err.code === 'EADDRNOTAVAIL') reject(new UsageError(`cannot listen on ${host}: no such address on this machine; pass --host`, 1));
+      else reject(err);
+    };
+    server.once('error', onError);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', onError);
       resolvePort((server.address() as AddressInfo).port);
     });
   });
 }
 
+const closeServer = (s: Server) => new Promise((r) => { s.close(r); s.closeAllConnections(); });
+
 /** Starts the local plane (used by `serve`, `start` and end-to-end tests). */
 export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   const log = o.log ?? ((m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`));
-  secureDataDir(o.dataDir, (m) => log(`warning: ${m}`));
-  const control = createControlPlane({ dataDir: o.dataDir });
-  const plane = new LocalPlane({
-    catalogFile: o.catalogFile, dataDir: o.dataDir, recorder: control.recorder, log,
-    ...(o.quiet ? {} : { progress: o.progress ?? log }),
-    ...(o.progressIntervalMs !== undefined ? { progressIntervalMs: o.progressIntervalMs } : {}),
-    ...(o.backoff?.baseMs !== undefined ? { baseBackoffMs: o.backoff.baseMs } : {}),
-    ...(o.backoff?.maxMs !== undefined ? { maxBackoffMs: o.backoff.maxMs } : {}),
-    launcher: new Launcher(o.containerEngine ? { containerEngine: o.containerEngine } : {}),
-  });
-  const ingest = plane.ingestHandler();
-  const api = (req: IncomingMessage, res: ServerResponse) => control.handle(req, res);
+  if (!existsSync(o.catalogFile)) throw new UsageError(`catalog ${o.catalogFile} does not exist; pass --catalog with the path of a flow.yaml`, 1);
+  // Order matters: the lock first (nothing of another plane's dir is touched), then the ports (a busy one fails
+  // before any state is opened or task started), then the stores and the first publication.
+  const lock = o.lock ?? lockDataDir(o.dataDir, o.command ?? 'sluice serve', log);
+  try {
+    secureDataDir(o.dataDir, (m) => log(`warning: ${m}`));
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  let control: ControlPlane | undefined;
+  let plane: LocalPlane | undefined;
+  let ingest: ((req: IncomingMessage, res: ServerResponse) => Promise<boolean>) | undefined;
+  // Requests are held until the first publication (below), by which time both exist.
+  const api = async (req: IncomingMessage, res: ServerResponse) => control !== undefined && control.handle(req, res);
+  const ingestRoute = async (req: IncomingMessage, res: ServerResponse) => ingest !== undefined && ingest(req, res);
   // Readiness: the ports open first (so a busy port is found before anything starts), but no request
   // is served before the first publication has finished: a request arriving earlier waits for it (a
   // client that waits for the port and then ingests succeeds), and one still waiting after
@@ -115,23 +135,53 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   const servers: Server[] = [];
   let apiPort: number;
   let ingestPort: number;
-  if (o.port === o.ingestPort && o.port !== 0) {
-    const s = createServer(route([ingest, api]));
-    servers.push(s);
-    apiPort = ingestPort = await listen(s, o.port, o.host);
-  } else {
-    const a = createServer(route([api]));
-    const i = createServer(route([ingest]));
-    servers.push(a, i);
-    apiPort = await listen(a, o.port, o.host);
-    ingestPort = await listen(i, o.ingestPort, o.host);
+  try {
+    if (o.port === o.ingestPort && o.port !== 0) {
+      const s = createServer(route([ingestRoute, api]));
+      servers.push(s);
+      apiPort = ingestPort = await listen(s, o.port, o.host, '--port and --ingest-port');
+    } else {
+      const a = createServer(route([api]));
+      const i = createServer(route([ingestRoute]));
+      servers.push(a, i);
+      apiPort = await listen(a, o.port, o.host, '--port');
+      ingestPort = await listen(i, o.ingestPort, o.host, '--ingest-port');
+    }
+    control = createControlPlane({ dataDir: o.dataDir });
+    const store = control.store;
+    plane = new LocalPlane({
+      catalogFile: o.catalogFile, dataDir: o.dataDir, recorder: control.recorder, log,
+      ...(o.quiet ? {} : { progress: o.progress ?? log }),
+      ...(o.progressIntervalMs !== undefined ? { progressIntervalMs: o.progressIntervalMs } : {}),
+      ...(o.backoff?.baseMs !== undefined ? { baseBackoffMs: o.backoff.baseMs } : {}),
+      ...(o.backoff?.maxMs !== undefined ? { maxBackoffMs: o.backoff.maxMs } : {}),
+      launcher: new Launcher(o.containerEngine ? { containerEngine: o.containerEngine } : {}),
+      liveSpecNames: () => store.all().map((row) => row.catalogName),
+      ...(o.allowDeletions ? { allowDeletions: true } : {}),
+    });
+    ingest = plane.ingestHandler();
+  } catch (err) {
+    await Promise.all(servers.map(closeServer));
+    control?.close();
+    lock.release();
+    throw err;
   }
+  const livePlane = plane;
+  const liveControl = control;
   const publish = async () => {
-    const r = await plane.publish();
+    const r = await livePlane.publish();
     o.onPublish?.(r);
     return r;
   };
   const first = await publish();
+  if (first.deletionsRefused) {
+    // The first publication of a plane refused for deletions is almost always the wrong --data-dir: stop.
+    await Promise.all(servers.map(closeServer));
+    await livePlane.close();
+    liveControl.close();
+    lock.release();
+    throw new UsageError(first.errors[0] ?? 'the publication was refused', 1);
+  }
   markReady();
 
   let watcher: FSWatcher | undefined;
@@ -154,16 +204,17 @@ export async function startPlane(o: ServeOptions): Promise<RunningPlane> {
   }
   const hostName = o.host.includes(':') ? `[${o.host}]` : o.host;
   return {
-    plane, control, first,
+    plane: livePlane, control: liveControl, first,
     apiUrl: `http://${hostName}:${apiPort}/api/v1`,
     ingestUrl: `http://${hostName}:${ingestPort}/ingest`,
     republish: publish,
     async close() {
       clearTimeout(debounce);
       watcher?.close();
-      await Promise.all(servers.map((s) => new Promise((r) => { s.close(r); s.closeAllConnections(); })));
-      await plane.close();
-      control.close();
+      await Promise.all(servers.map(closeServer));
+      await livePlane.close();
+      liveControl.close();
+      lock.release();
     },
   };
 }
@@ -176,7 +227,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
   return runCommand(async () => {
     const { values } = parse(argv, {
       catalog: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, 'data-dir': { type: 'string' },
-      host: { type: 'string' }, 'container-engine': { type: 'string' }, quiet: { type: 'boolean' },
+      host: { type: 'string' }, 'container-engine': { type: 'string' }, quiet: { type: 'boolean' }, 'allow-deletions': { type: 'boolean' },
     }, USAGE);
     if (!values.catalog) throw new UsageError(`--catalog is required\n${USAGE}`);
     const engine = values['container-engine'];
@@ -186,6 +237,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
       port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
       ...(engine ? { containerEngine: engine } : {}),
       ...(values.quiet ? { quiet: true } : {}),
+      ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
     });
     process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
     if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);

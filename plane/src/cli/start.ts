@@ -1,21 +1,20 @@
 // `sluice start` (what `npm start` runs): the quickstart. Generates a realistic gzipped CSV of bike
-// rides, serves it over loopback HTTP, and runs examples/quickstart/flow.yaml on the local plane:
+// rides, serves it over loopback HTTP, and runs plane/src/quickstart/flow.yaml on the local plane:
 // source-http-file captures it into the collection's journals, materialize-sqlite writes
 // <data dir>/quickstart.db, and the ingester and control-plane API stay up. Prints what happened and
 // what to try next; on a TTY it shows progress while the pipeline runs.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { serveFile } from '../../../examples/quickstart/file-server.ts';
-import { DEFAULT_ROWS, ridesCsvGz } from '../../../examples/quickstart/generate.ts';
+import { DatabaseSync } from 'node:sqlite';
+import { lockDataDir } from '../data-dir-lock.ts';
+import { DEFAULT_ROWS, QUICKSTART_TEMPLATE, ridesCsvGz, serveFile, type ServedFile } from '../quickstart/index.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
 
 export const description = 'the quickstart: capture a CSV served over local HTTP into journals, materialize it into SQLite, keep the API and ingester up';
-const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit] [--quiet]';
-const TEMPLATE = fileURLToPath(new URL('../../../examples/quickstart/flow.yaml', import.meta.url));
+const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit] [--quiet] [--allow-deletions]';
 const SOURCE_LAST_MODIFIED = new Date(Date.UTC(2024, 4, 31, 23, 59, 59));
 
 function tableCount(db: string, table: string): number {
@@ -44,6 +43,12 @@ function electricRides(db: string): number {
   }
 }
 
+/** How to run sluice from the working directory: `npx sluice` inside the repository, else `sluice` (on PATH). */
+function sluiceCommand(): string {
+  const repo = fileURLToPath(new URL('../../../', import.meta.url));
+  return `${process.cwd()}/`.startsWith(repo) ? 'npx sluice' : 'sluice';
+}
+
 /** A path relative to the working directory when it is below it, else absolute. */
 function shown(p: string): string {
   const rel = relative(process.cwd(), p);
@@ -52,16 +57,6 @@ function shown(p: string): string {
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 const mb = (n: number) => `${(n / 1024 / 1024).toFixed(1)} MB`;
-
-async function startPlaneWithFallback(o: Parameters<typeof startPlane>[0], log: (m: string) => void): Promise<RunningPlane> {
-  try {
-    return await startPlane(o);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw err;
-    log(`port ${o.port} or ${o.ingestPort} is in use; using free ports instead`);
-    return startPlane({ ...o, port: 0, ingestPort: 0 });
-  }
-}
 
 export interface StartHooks {
   /** Called once the quickstart is materialized and the API and ingester are up (tests drive it here). */
@@ -72,40 +67,58 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
   return runCommand(async () => {
     const { values } = parse(argv, {
       'data-dir': { type: 'string' }, rows: { type: 'string' }, port: { type: 'string' }, 'ingest-port': { type: 'string' }, exit: { type: 'boolean' }, quiet: { type: 'boolean' },
+      'allow-deletions': { type: 'boolean' },
     }, USAGE);
     const rows = positiveInt(values.rows, '--rows', DEFAULT_ROWS);
     if (rows === 0) throw new UsageError('--rows must be at least 1');
     const dataDir = resolveDataDir(values['data-dir']);
     const tty = process.stdout.isTTY === true;
     const started = Date.now();
-    const logs: string[] = [];
-    const log = (m: string) => { logs.push(m); if (process.env.SLUICE_VERBOSE) process.stderr.write(`${m}\n`); };
+    // While the pipeline fills up, the plane's lines would interleave with the progress display: they are kept
+    // (SLUICE_VERBOSE=1 prints them) until the quickstart is up; from then on every line is printed as `serve`
+    // prints it — republishes after an edit of the catalog, failures, stopped tasks.
+    let live = false;
+    const log = (m: string) => { if (live || process.env.SLUICE_VERBOSE) process.stderr.write(`${new Date().toISOString()} ${m}\n`); };
+    const port = positiveInt(values.port, '--port', 8675);
+    const ingestPort = positiveInt(values['ingest-port'], '--ingest-port', 8081);
 
-    // The data dir is private (data-dir.ts): create what the quickstart puts there private too.
-    makeDataDir(join(dataDir, 'quickstart'));
-    const body = ridesCsvGz(rows);
-    const file = await serveFile({ body, path: '/rides.csv.gz', contentType: 'application/gzip', lastModified: SOURCE_LAST_MODIFIED });
+    // The lock comes before anything is written into the dir (the catalog copy another plane may be watching).
+    const lock = lockDataDir(dataDir, 'sluice start', (m) => out(`  note     ${m}\n`));
+    let file: ServedFile | undefined;
+    let running: RunningPlane;
+    try {
+      // The data dir is private (data-dir.ts): create what the quickstart puts there private too.
+      makeDataDir(join(dataDir, 'quickstart'));
+      const body = ridesCsvGz(rows);
+      file = await serveFile({ body, path: '/rides.csv.gz', contentType: 'application/gzip', lastModified: SOURCE_LAST_MODIFIED });
+      const db = join(dataDir, 'quickstart.db');
+      makePrivateFile(db);
+      const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
+      // The URL's port changes per run; the file's content does not (same Last-Modified and ETag).
+      writeFileSync(catalogFile, readFileSync(QUICKSTART_TEMPLATE, 'utf8').replaceAll('${QUICKSTART_URL}', file.url).replaceAll('${QUICKSTART_DB}', db), { mode: 0o600 });
+      out(`Sluice quickstart\n  source   ${file.url}  (${fmt(rows)} rides, ${mb(body.length)} gzipped CSV, generated)\n  catalog  ${catalogFile}\n`);
+      running = await startPlane({
+        catalogFile, dataDir, host: '127.0.0.1', log, port, ingestPort, lock, command: 'sluice start',
+        // On a terminal the one-line status below shows progress; elsewhere each task prints its lines.
+        quiet: values.quiet === true || tty, progress: (m) => out(`  progress ${m}\n`),
+        ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
+      });
+    } catch (err) {
+      await file?.close();
+      lock.release();
+      throw err;
+    }
+    const served = file;
     const db = join(dataDir, 'quickstart.db');
-    makePrivateFile(db);
     const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
-    // The URL's port changes per run; the file's content does not (same Last-Modified and ETag).
-    writeFileSync(catalogFile, readFileSync(TEMPLATE, 'utf8').replaceAll('${QUICKSTART_URL}', file.url).replaceAll('${QUICKSTART_DB}', db), { mode: 0o600 });
-    out(`Sluice quickstart\n  source   ${file.url}  (${fmt(rows)} rides, ${mb(body.length)} gzipped CSV, generated)\n  catalog  ${catalogFile}\n`);
-
-    const running = await startPlaneWithFallback({
-      catalogFile, dataDir, host: '127.0.0.1', log,
-      // On a terminal the one-line status below shows progress; elsewhere each task prints its lines.
-      quiet: values.quiet === true || tty, progress: (m) => out(`  progress ${m}\n`),
-      port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
-    }, (m) => out(`  note     ${m}\n`));
     out(`  ready    ingester ${running.ingestUrl} · API ${running.apiUrl}\n`);
     const stop = async () => {
       await running.close();
-      await file.close();
+      await served.close();
     };
     try {
       if (running.first.result !== 'success') {
-        throw new UsageError(`the quickstart catalog did not publish (${running.first.result}):\n  ${running.first.errors.join('\n  ')}`);
+        throw new UsageError(`the quickstart catalog did not publish (${running.first.result}):\n  ${running.first.errors.join('\n  ')}`, 1);
       }
       const t = running.first.tests[0];
       out(`  publish  ${running.first.pubId}: 1 collection, 1 capture, 1 materialization; test ${t?.name ?? ''} ${t?.passing ? 'passed' : 'FAILED'}\n`);
@@ -129,8 +142,8 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
         // Done when every row is in `rides` and `electric_rides` holds every electric ride.
         if (materialized >= rows && tableCount(db, 'electric_rides') >= electricRides(db)) break;
         const failure = [...running.plane.runners.values()].find((r) => r.failures > 0);
-        if (failure) throw new UsageError(`${failure.options.name} failed: ${failure.lastError ?? 'unknown error'}`);
-        if (Date.now() > deadline) throw new UsageError(`the quickstart did not finish in 5 minutes (${fmt(materialized)} of ${fmt(rows)} rows materialized)`);
+        if (failure) throw new UsageError(`${failure.options.name} failed: ${failure.lastError ?? 'unknown error'}`, 1);
+        if (Date.now() > deadline) throw new UsageError(`the quickstart did not finish in 5 minutes (${fmt(materialized)} of ${fmt(rows)} rows materialized)`, 1);
         await new Promise((r) => setTimeout(r, 200));
       }
       if (tty && !values.quiet) process.stdout.write('\n');
@@ -147,11 +160,12 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       out(`  sqlite3 ${rel} "SELECT rideable_type, count(*), round(avg(duration_s)) FROM rides GROUP BY 1"\n`);
       out(`  curl -s -X POST ${running.ingestUrl} -H 'Content-Type: application/json' \\\n    -d '${sampleDoc}'\n`);
       out(`  sqlite3 ${rel} "SELECT ride_id, duration_s FROM electric_rides WHERE ride_id = 'R9999999'"   # a moment later\n`);
-      out(`  npx sluice token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # prints how to exchange it for an access token ($TOKEN)\n`);
+      out(`  ${sluiceCommand()} token create --data-dir ${shown(dataDir)} --port ${new URL(apiBase).port}   # prints how to exchange it for an access token ($TOKEN)\n`);
       out(`  curl -s '${running.apiUrl}/catalog/status?name=quickstart/to-sqlite' -H "Authorization: Bearer $TOKEN"   # every route: plane/src/api/README.md\n`);
       out(`  edit ${shown(catalogFile)} and save: the plane republishes it\n`);
       await hooks.onReady?.(running);
       if (values.exit) return 0;
+      live = true;
       out('\nPress Ctrl-C to stop.\n');
       await new Promise<void>((done) => {
         process.once('SIGINT', () => done());
@@ -163,6 +177,3 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
     }
   });
 }
-
-/** For `node plane/src/cli/start.ts` directly. */
-export const QUICKSTART_TEMPLATE = resolve(TEMPLATE);

@@ -2,9 +2,9 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export const SLUICE = fileURLToPath(new URL('../../bin/sluice.ts', import.meta.url));
-export const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.ts', import.meta.url));
-export const TEST_MATERIALIZE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-materialize.ts', import.meta.url));
+export const SLUICE = fileURLToPath(new URL('../../bin/sluice.js', import.meta.url));
+export const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
+export const TEST_MATERIALIZE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-materialize.js', import.meta.url));
 
 export interface CliResult {
   code: number | null;

@@ -10,7 +10,7 @@ import type { EndpointRef } from '../../src/catalog/types.ts';
 import type { CaptureSpec } from '@sluice/runtime';
 import { collection, tempDir } from '../journals/helpers.ts';
 
-const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.ts', import.meta.url));
+const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 const endpoint = (config: Record<string, string | number>): EndpointRef => ({ kind: 'local', command: [process.execPath, TEST_CAPTURE], config: { apiKey: 'k', ...config }, env: {} });
 
 function spec(maxN?: number, config: Record<string, string | number> = { count: 4 }): CaptureSpec {

@@ -8,7 +8,7 @@ import { LocalPlane } from '../../src/plane.ts';
 import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
 import { tempDir } from '../journals/helpers.ts';
 
-const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.ts', import.meta.url));
+const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 
 function catalogYaml(opts: { count?: number; failWith?: string; verifyTotal?: number } = {}): string {
   return `

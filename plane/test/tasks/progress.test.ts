@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { serveFile } from '../../../examples/quickstart/file-server.ts';
-import { ridesCsvGz } from '../../../examples/quickstart/generate.ts';
+import { serveFile } from '../../src/quickstart/file-server.ts';
+import { ridesCsvGz } from '../../src/quickstart/rides.ts';
 import { startPlane } from '../../src/cli/serve.ts';
 
 const TEMPLATE = fileURLToPath(new URL('../../../examples/quickstart/flow.yaml', import.meta.url));

@@ -11,7 +11,7 @@ import { statusResponse } from '../../src/control/status.ts';
 import { LocalPlane } from '../../src/plane.ts';
 import { tempDir } from '../journals/helpers.ts';
 
-const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.ts', import.meta.url));
+const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 
 function capture(name: string, opts: { count: number; disabled?: boolean }): string {
   return `

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { packTupleBase64 } from '@sluice/runtime';
 import type { JsonObject, JsonValue, MaterializationSpec, TupleValue } from '@sluice/runtime';
 
-export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'materialize-sqlite.ts');
+export const BIN = join(import.meta.dirname, '..', '..', 'bin', 'materialize-sqlite.js');
 
 export class ConnectorProcess {
   readonly child: ChildProcessWithoutNullStreams;

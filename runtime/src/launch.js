@@ -1,0 +1,78 @@
+// The first thing every bin runs, before any TypeScript module loads. The sources are TypeScript that Node 24
+// runs as they are (type stripping); an older Node fails on the first `.ts` import with ERR_UNKNOWN_FILE_EXTENSION
+// and a stack trace. So a bin imports only this plain-JavaScript module statically, calls
+// `runOnSupportedNode(import.meta.url)`, and loads the rest with dynamic imports after it returns. On an older
+// Node it re-executes the same bin, with the same arguments and Node flags, on the Node 24 that `npm ci` pins into
+// node_modules (the `node` devDependency), or says clearly what to install when that is absent.
+// It is written for any Node that can run npm 11 (20.17 and later): no TypeScript, no newer syntax or APIs.
+// @ts-check
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The oldest Node that runs the sources directly (the pinned one; type stripping and the APIs the code uses). */
+export const MIN_NODE_MAJOR = 24;
+
+/** Set on the re-executed child, so a pinned Node that is somehow too old cannot loop. */
+const REEXEC_ENV = 'SLUICE_REEXECUTED_NODE';
+
+/** The major version of a Node version string ('20.20.2' → 20). @param {string} version */
+export function nodeMajor(version) {
+  return Number(version.split('.')[0]);
+}
+
+/** The pinned Node binary under the repository's node_modules, or undefined when `npm ci` has not installed it. */
+export function pinnedNode() {
+  try {
+    const pkg = createRequire(import.meta.url).resolve('node/package.json');
+    const bin = join(dirname(pkg), 'bin', process.platform === 'win32' ? 'node.exe' : 'node');
+    return existsSync(bin) ? bin : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Returns when this Node can run the sources. Otherwise re-executes the bin at `binUrl` on the pinned Node,
+ * forwards SIGINT/SIGTERM/SIGHUP to it, and exits as it does (never returning); or, with no pinned Node, prints
+ * what to do and exits 1.
+ * @param {string} binUrl the bin's `import.meta.url`
+ * @returns {Promise<void>}
+ */
+export async function runOnSupportedNode(binUrl) {
+  if (nodeMajor(process.versions.node) >= MIN_NODE_MAJOR) return;
+  const bin = fileURLToPath(binUrl);
+  const name = bin.split(/[\\/]/).pop()?.replace(/\.[jt]s$/, '') ?? 'sluice';
+  const pinned = process.env[REEXEC_ENV] === undefined ? pinnedNode() : undefined;
+  if (pinned === undefined) {
+    const repo = fileURLToPath(new URL('../..', import.meta.url));
+    process.stderr.write(`${name}: needs Node.js ${MIN_NODE_MAJOR} or later; this is Node ${process.versions.node} (${process.execPath}).\n` +
+      `Run \`npm ci\` in ${repo} (it installs the pinned Node ${MIN_NODE_MAJOR} into node_modules, which this command then uses), ` +
+      `or install Node ${MIN_NODE_MAJOR} (https://nodejs.org).\n`);
+    process.exit(1);
+  }
+  const child = spawn(pinned, [...process.execArgv, bin, ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, [REEXEC_ENV]: process.versions.node },
+  });
+  // A supervisor's signal reaches this process; the child must get it too (a terminal's Ctrl-C reaches both).
+  for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
+    process.on(signal, () => { if (child.exitCode === null) child.kill(signal); });
+  }
+  await new Promise((resolve) => {
+    child.on('error', (err) => {
+      process.stderr.write(`${name}: could not start the pinned Node at ${pinned}: ${err.message}\n`);
+      process.exit(1);
+    });
+    child.on('exit', (code, signal) => {
+      if (signal !== null) {
+        process.removeAllListeners(signal);
+        process.kill(process.pid, signal);
+      }
+      process.exit(code ?? 1);
+      resolve(undefined);
+    });
+  });
+}

@@ -1,0 +1,79 @@
+// The bins on a Node older than the pinned one: `sluice` (and each connector bin) re-executes itself on the
+// Node 24 that `npm ci` puts in node_modules, passing arguments, exit codes and signals through; without that
+// Node it says what to do in one message. Runs with the first Node older than 24 on PATH (the system one).
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SLUICE = join(ROOT, 'plane', 'bin', 'sluice.js');
+const TEST_CAPTURE = join(ROOT, 'runtime', 'bin', 'sluice-test-capture.js');
+
+/** The first `node` on PATH older than 24, or why there is none. */
+function olderNode(): { node: string; version: string } | { skip: string } {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const node = join(dir, 'node');
+    if (dir === '' || !existsSync(node)) continue;
+    const r = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+    const version = r.stdout.trim();
+    if (r.status === 0 && Number(version.split('.')[0]) < 24) return { node, version };
+  }
+  return { skip: 'no Node older than 24 on PATH (install one, e.g. Debian\'s nodejs, to test the launcher)' };
+}
+
+const old = olderNode();
+const skip = 'skip' in old ? old.skip : false;
+
+test('on an older Node, sluice re-executes on the pinned Node: arguments, output and exit codes pass through', { skip }, () => {
+  if ('skip' in old) return;
+  const help = spawnSync(old.node, [SLUICE, '--help'], { encoding: 'utf8', cwd: tmpdir() });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /^usage: sluice <command> \[options\]/);
+  assert.equal(help.stderr, '');
+  const unknown = spawnSync(old.node, [SLUICE, 'no-such-command'], { encoding: 'utf8', cwd: tmpdir() });
+  assert.equal(unknown.status, 2);
+  assert.match(unknown.stderr, /^sluice: unknown command "no-such-command"/);
+  // A connector bin too: the protocol on stdin/stdout goes through untouched.
+  const spec = spawnSync(old.node, [TEST_CAPTURE], { input: '{"spec":{"connectorType":"IMAGE"}}\n', encoding: 'utf8' });
+  assert.equal(spec.status, 0, spec.stderr);
+  assert.match(spec.stdout, /^\{"spec":\{"protocol":3032023,/);
+});
+
+test('on an older Node without the pinned one, the message says which Node this is and what to run', { skip }, () => {
+  if ('skip' in old) return;
+  // The launcher's loop guard makes it behave as if node_modules held no Node 24.
+  const r = spawnSync(old.node, [SLUICE, '--help'], { encoding: 'utf8', env: { ...process.env, SLUICE_REEXECUTED_NODE: old.version } });
+  assert.equal(r.status, 1);
+  assert.equal(r.stdout, '');
+  assert.equal(r.stderr, `sluice: needs Node.js 24 or later; this is Node ${old.version} (${old.node}).\n` +
+    `Run \`npm ci\` in ${ROOT} (it installs the pinned Node 24 into node_modules, which this command then uses), or install Node 24 (https://nodejs.org).\n`);
+});
+
+test('SIGTERM to sluice serve started on an older Node reaches the plane: it stops, frees its dir, exits 0', { skip }, async (t) => {
+  if ('skip' in old) return;
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-launch-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  writeFileSync(join(dir, 'flow.yaml'), `collections:\n  acmeCo/things:\n    schema: {type: object, properties: {id: {type: string}}, required: [id]}\n    key: [/id]\n` +
+    `captures:\n  acmeCo/source-things:\n    endpoint:\n      local:\n        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]\n        config: {apiKey: k, count: 1}\n    interval: 1h\n` +
+    `    bindings:\n      - resource: {name: alpha}\n        target: acmeCo/things\n`);
+  const child = spawn(old.node, [SLUICE, 'serve', '--catalog', 'flow.yaml', '--port', '0', '--ingest-port', '0', '--data-dir', 'data'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
+  t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => { err += d; });
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ingester URL within 120 s; stderr:\n${err}`)), 120_000);
+    child.stderr.on('data', () => { if (/ingester: http:\/\/\S+\n/.test(err)) { clearTimeout(timer); resolve(); } });
+    child.once('exit', (code) => { clearTimeout(timer); reject(new Error(`exited ${code}: ${err}`)); });
+  });
+  const apiUrl = /API: {6}(http:\/\/\S+)/.exec(err)?.[1];
+  assert.ok(apiUrl, err);
+  const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
+  child.kill('SIGTERM');
+  assert.equal(await exited, 0, err);
+  assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, 'the plane released its data dir');
+  await assert.rejects(fetch(`${apiUrl}/openapi.json`), 'the API port is closed');
+});
