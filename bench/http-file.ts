@@ -13,6 +13,7 @@
 // CPU seconds (user + system, every thread) are printed beside wall time: on a shared machine they move
 // less than wall time, and they show what Miller's parallelism costs.
 import { spawn, spawnSync } from 'node:child_process';
+import { PEERS, peer } from './peers.ts';
 import { closeSync, createReadStream, createWriteStream, mkdtempSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -258,9 +259,16 @@ async function main(): Promise<void> {
   }
   const rawBytes = statSync(csvPath).size;
   await pipeline(createReadStream(csvPath), createGzip({ level: 6 }), createWriteStream(`${csvPath}.gz`));
-  const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
-  if (z.status !== 0) throw new Error('zstd failed: install the Debian package zstd');
-  console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB (${fmt(rawBytes / ROWS)} bytes/row), gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB\n`);
+  const haveZstd = peer('http-file', PEERS.zstd, 'the zstd-compressed runs');
+  // /usr/bin/time measures the peers' CPU and memory: without it, or without Miller, those lines are skipped.
+  const haveTime = peer('http-file', PEERS.time, "Miller's and the decompressors' timings");
+  const haveMiller = peer('http-file', PEERS.miller, 'the Miller comparison (the baseline of the ≥ 2× target)') && haveTime;
+  const haveZcat = peer('http-file', PEERS.zcat, "the gzip decompressor's timing");
+  if (haveZstd) {
+    const z = spawnSync('zstd', ['-q', '-3', '-f', csvPath, '-o', `${csvPath}.zst`]);
+    if (z.status !== 0) throw new Error(`zstd failed: ${z.stderr.toString()}`);
+  }
+  console.log(`CSV ${fmt(rawBytes / 1e6, 1)} MB (${fmt(rawBytes / ROWS)} bytes/row), gzip ${fmt(statSync(`${csvPath}.gz`).size / 1e6, 1)} MB${haveZstd ? `, zstd ${fmt(statSync(`${csvPath}.zst`).size / 1e6, 1)} MB` : ''}\n`);
   const duckdbSkip = await duckdbMissing();
   if (duckdbSkip !== null) console.log(duckdbSkip);
   const server = await serve();
@@ -269,6 +277,7 @@ async function main(): Promise<void> {
       ['gzip', 'rides.csv.gz', `zcat ${csvPath}.gz`, `mlr --icsv --ojsonl --gzin cat ${csvPath}.gz`],
       ['zstd', 'rides.csv.zst', `zstd -dc ${csvPath}.zst`, `mlr --icsv --ojsonl --prepipe 'zstd -dc' cat ${csvPath}.zst`],
     ] as const) {
+      if (kind === 'zstd' && !haveZstd) continue;
       // The same capture with the opt-in parser thread (SLUICE_HTTP_FILE_WORKER=1), beside the default.
       const threaded = await capture(server.url(file), false, { SLUICE_HTTP_FILE_WORKER: '1' });
       if (threaded.docs !== ROWS) throw new Error(`parser thread: captured ${threaded.docs} documents, expected ${ROWS}`);
@@ -288,17 +297,17 @@ async function main(): Promise<void> {
       }
       const ours = await capture(server.url(file));
       if (ours.docs !== ROWS) throw new Error(`captured ${ours.docs} documents, expected ${ROWS}`);
-      const mlr = timed(mlrCmd);
-      const duck = duckdbSkip === null ? timed(`${process.execPath} ${SELF} --duckdb-child ${csvPath}.${kind === 'gzip' ? 'gz' : 'zst'}`) : null;
-      const dec = timed(decompressCmd);
+      const mlr = haveMiller ? timed(mlrCmd) : undefined;
+      const duck = duckdbSkip === null && haveTime ? timed(`${process.execPath} ${SELF} --duckdb-child ${csvPath}.${kind === 'gzip' ? 'gz' : 'zst'}`) : null;
+      const dec = haveTime && (kind !== 'gzip' || haveZcat) ? timed(decompressCmd) : undefined;
       const rate = (s: number): number => ROWS / s;
       console.log([
         `${kind}: source-http-file  ${fmt(rate(ours.secs))} rows/s, ${fmt(rawBytes / 1e6 / ours.secs, 1)} MB/s (uncompressed), peak RSS ${fmt(ours.rssMb, 1)} MB${rawBytes >= 1e9 ? ` (target on a 1 GB file < 150 MB: ${ours.rssMb < 150 ? 'met' : 'NOT met'})` : ''}, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
         `${threadLine.slice(0, -1)} → ${fmt(ours.secs / threaded.secs, 2)}× the default)`,
         `${kind}:   (open() without the runtime: ${fmt(rate(direct.secs))} rows/s, peak RSS ${fmt(direct.rssMb, 1)} MB, ${fmt(direct.secs, 2)} s, CPU ${fmt(direct.cpu, 2)} s)`,
-        `${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (target ≥ 2.5×: ${mlr.secs / ours.secs >= 2.5 ? 'met' : 'NOT met'}; open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`,
-        duck === null ? `${kind}: ${duckdbSkip}` : `${kind}: DuckDB (2 threads) ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s, CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(duck.secs / ours.secs, 2)}× DuckDB's rows/s (target ≥ 1.5×: ${duck.secs / ours.secs >= 1.5 ? 'met' : 'NOT met'})`,
-        `${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`,
+        ...(mlr === undefined ? [] : [`${kind}: Miller            ${fmt(rate(mlr.secs))} rows/s, ${fmt(rawBytes / 1e6 / mlr.secs, 1)} MB/s, peak RSS ${fmt(mlr.rssMb, 1)} MB, ${fmt(mlr.secs, 2)} s, CPU ${fmt(mlr.cpu, 2)} s → source-http-file = ${fmt(mlr.secs / ours.secs, 2)}× Miller's rows/s (target ≥ 2.5×: ${mlr.secs / ours.secs >= 2.5 ? 'met' : 'NOT met'}; open() alone: ${fmt(mlr.secs / direct.secs, 2)}×); CPU per row: Miller/ours = ${fmt(mlr.cpu / ours.cpu, 2)}`]),
+        duck === null ? `${kind}: ${duckdbSkip ?? "DuckDB skipped (no /usr/bin/time to measure it)"}` : `${kind}: DuckDB (2 threads) ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s, CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(duck.secs / ours.secs, 2)}× DuckDB's rows/s (target ≥ 1.5×: ${duck.secs / ours.secs >= 1.5 ? 'met' : 'NOT met'})`,
+        ...(dec === undefined ? [] : [`${kind}: ${decompressCmd.split(' /')[0]}  ${fmt(rawBytes / 1e6 / dec.secs, 1)} MB/s, ${fmt(dec.secs, 2)} s → source-http-file takes ${fmt(ours.secs / dec.secs, 1)}× the time of decompression alone`]),
         '',
       ].join('\n'));
     }

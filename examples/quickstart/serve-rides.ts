@@ -1,6 +1,6 @@
 // Serves the quickstart's rides file on http://127.0.0.1:8090/rides.csv.gz (or --port N) until Ctrl-C, so
 // examples/quickstart/flow.yaml can be run by hand with `sluice serve` — the pieces `sluice start` runs for you.
-// Usage: node examples/quickstart/serve-rides.ts [--port 8090] [--rows 50000]
+// Usage (in the repository): npx node examples/quickstart/serve-rides.ts [--port 8090] [--rows 50000]
 import { parseArgs } from 'node:util';
 import { DEFAULT_ROWS, ridesCsvGz, serveFile } from '@sluice/plane/quickstart';
 

@@ -115,7 +115,8 @@ function dispositionName(value: string | null): string | null {
   return m ? decodeURIComponent(m[1] as string) : null;
 }
 
-function httpClient(config: EndpointConfig, options: ConnectorOptions, ctx: BaseContext<EndpointConfig>): HttpClient {
+/** `fresh`: nothing was captured yet (discover, validate, a first capture): a refused connection fails at once. */
+function httpClient(config: EndpointConfig, options: ConnectorOptions, ctx: BaseContext<EndpointConfig>, fresh = false): HttpClient {
   const headers: [string, string][] = [];
   for (const item of config.headers?.items ?? []) {
     if (item && typeof item.key === 'string' && item.key !== '') headers.push([item.key, item.value ?? '']);
@@ -128,6 +129,7 @@ function httpClient(config: EndpointConfig, options: ConnectorOptions, ctx: Base
     ...(config.headers?.followRedirects === true ? { forwardHeadersOnRedirect: true } : {}),
     signal: ctx.signal,
     log: ctx.log,
+    ...(fresh ? { retryRefusedBeforeResponse: false } : {}),
   });
 }
 
@@ -239,10 +241,12 @@ export function flattenBatches(batches: AsyncGenerator<CaptureOutput[]>): AsyncI
 async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceConfig>, binding: CaptureBinding<ResourceConfig>, options: ConnectorOptions): AsyncGenerator<CaptureOutput[]> {
   const config = ctx.config;
   const log: Logger = ctx.log.child({ binding: binding.index, stream: binding.resource.stream });
-  const client = httpClient(config, options, ctx);
+  const raw = rawStateOf(ctx.state, binding.stateKey);
+  // Fresh: nothing captured yet for this binding, so a refused connection is a wrong URL, not a restart.
+  const fresh = raw === undefined || raw === null || (typeof raw === 'object' && Object.keys(raw).length === 0);
+  const client = httpClient(config, options, ctx, fresh);
   const head = await client.head();
   const name = fileNameOf(config.url);
-  const raw = rawStateOf(ctx.state, binding.stateKey);
   const prev = readState(raw, binding.stateKey, { name, url: urlWithoutQuery(config.url) });
   const modMs = head.lastModifiedDate.getTime();
   const etag = head.etag;
@@ -410,7 +414,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       checkConfig(ctx.config);
       await checkFormatConfig(ctx.config);
       const config = ctx.config;
-      const client = httpClient(config, options, ctx);
+      const client = httpClient(config, options, ctx, true);
       const head = await client.head();
       const name = recommendedName(config.url);
       const binding = (documentSchema: JsonSchema): DiscoveredBinding[] => {
@@ -463,7 +467,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
     async validate(ctx) {
       checkConfig(ctx.config);
       await checkFormatConfig(ctx.config);
-      await httpClient(ctx.config, options, ctx).head();
+      await httpClient(ctx.config, options, ctx, true).head();
       return ctx.bindings.map((b) => {
         if (!b.resource.stream) throw new ConfigError('Invalid resource config: stream is required');
         return [b.resource.stream];

@@ -53,6 +53,12 @@ export interface HttpClientOptions {
   throughputWindowMs?: number;
   /** Overall deadline for reading one file, from the first request (0 = none). */
   deadlineMs?: number;
+  /**
+   * Retry a refused connection before any response came (default true). A fresh task (discover, validate, a
+   * first capture) passes false: a wrong host or port then fails at once with the hint instead of after
+   * minutes of back-off; a refusal after a response, or mid-transfer, is retried as before.
+   */
+  retryRefusedBeforeResponse?: boolean;
   signal?: AbortSignal;
   log?: Logger;
 }
@@ -69,6 +75,7 @@ export const HTTP_DEFAULTS = {
   minBytesPerSecond: 1024,
   throughputWindowMs: 60_000,
   deadlineMs: 0,
+  retryRefusedBeforeResponse: true,
 };
 
 export interface FileInfo {
@@ -204,6 +211,17 @@ function statusText(status: number): string {
   return `${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
 }
 
+/**
+ * An error body as one short line for messages: tags, scripts and styles dropped (a 404's HTML page), whitespace
+ * collapsed, at most 200 characters.
+ */
+export function bodyLine(body: string): string {
+  const text = body.replace(/<(script|style)\b[\s\S]*?(<\/\1\s*>|$)/gi, ' ').replace(/<[^>]*>?/g, ' ')
+    .replace(/&nbsp;/g, ' ').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&')
+    .replace(/\s+/g, ' ').trim();
+  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
+}
+
 async function readSnippet(res: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   let n = 0;
@@ -231,6 +249,8 @@ function parseRetryAfter(value: string | null): number | null {
 export class HttpClient {
   readonly #o: Required<Omit<HttpClientOptions, 'user' | 'password' | 'signal' | 'log'>> & HttpClientOptions;
   readonly #url: URL;
+  /** Some server answered this client once: a refusal after that is a restart worth waiting for. */
+  #responded = false;
 
   constructor(options: HttpClientOptions) {
     this.#o = { ...HTTP_DEFAULTS, headers: [], ...options };
@@ -270,6 +290,7 @@ export class HttpClient {
       for (const [k, v] of Object.entries(extra)) headers.push([k, v]);
       if (!headers.some(([k]) => k.toLowerCase() === 'user-agent')) headers.push(['User-Agent', 'sluice-source-http-file']);
       const res = await this.#once(method, url, headers);
+      this.#responded = true;
       const status = res.statusCode ?? 0;
       const location = header(res, 'location');
       if ([301, 302, 303, 307, 308].includes(status) && location) {
@@ -366,7 +387,8 @@ export class HttpClient {
       : status === 403 ? ': the credentials or headers do not grant access to this file'
         : status === 404 ? ': check the URL'
           : status >= 500 ? ': the server failed; it was retried' : '';
-    const err = new HttpError(`HTTP request failed with status ${statusText(status)}${body ? `: ${body}${body.length >= BODY_SNIPPET_BYTES ? '...' : ''}` : ''}${hint} (${method} ${redactUrl(this.#url.toString())})`, status, body);
+    const line = bodyLine(body);
+    const err = new HttpError(`HTTP request failed with status ${statusText(status)}${line ? `: ${line}${body.length >= BODY_SNIPPET_BYTES && !line.endsWith('…') ? '…' : ''}` : ''}${hint} (${method} ${redactUrl(this.#url.toString())})`, status, body);
     if (status >= 500 || status === 429) return new Retryable(err, parseRetryAfter(header(res, 'retry-after')));
     return err;
   }
@@ -434,7 +456,10 @@ export class HttpClient {
     try {
       return await this.#send(method, extra);
     } catch (err) {
-      if (err instanceof NetworkError && (err.fields['retryable'] as boolean)) throw new Retryable(err);
+      if (err instanceof NetworkError && (err.fields['retryable'] as boolean)) {
+        if (err.fields['refused'] === true && !this.#responded && this.#o.retryRefusedBeforeResponse === false) throw err;
+        throw new Retryable(err);
+      }
       throw err;
     }
   }
@@ -606,7 +631,7 @@ export function classifyNetworkError(err: NodeJS.ErrnoException, url: URL): Erro
     return new NetworkError(`cannot resolve host '${host}' (DNS lookup failed: ${code}): check the URL's host name`, { cause: err, fields: { retryable: code === 'EAI_AGAIN' } });
   }
   if (code === 'ECONNREFUSED') {
-    return new NetworkError(`cannot connect to ${url.host}: connection refused (${code}): check the URL's host and port and that the server is running`, { cause: err, fields: { retryable: true } });
+    return new NetworkError(`cannot connect to ${url.host}: connection refused (${code}): check the URL's host and port and that the server is running`, { cause: err, fields: { retryable: true, refused: true } });
   }
   if (TLS_CODES.test(code) || /certificate|tls|ssl/i.test(err.message)) {
     const detail = err.message.split('\n')[0]?.replace(/^write EPROTO [0-9A-F]+:error:[0-9A-F]+:SSL routines:[^:]*:/, '').trim();

@@ -8,6 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { ConfigError, HttpError, NetworkError } from '../src/errors.ts';
 import { HttpClient, isPrivateAddress, parseHttpDate, redactUrl } from '../src/http.ts';
 import type { HttpClientOptions } from '../src/http.ts';
+import { createLogger } from '@sluice/runtime';
 import { LAST_MODIFIED, startServer } from './helpers.ts';
 import type { FileServer } from './helpers.ts';
 
@@ -46,6 +47,7 @@ describe('http client', () => {
       '/drop-norange.csv': { body: BIG, etag: '"big"', dropAfter: 1000, dropTimes: 1, ranges: false },
       '/slow.csv': { body: BIG, slowChunk: 4096, slowDelayMs: 2 },
       '/long-error': { body: 'E'.repeat(2000), status: 404 },
+      '/html-404': { status: 404, headers: { 'content-type': 'text/html' }, body: '<!DOCTYPE html>\n<html><head><title>404 Not Found</title><style>body { color: red }</style></head>\n<body>\n  <h1>Not Found</h1>\n  <p>The requested URL was not found on this server.</p>\n<script>track();</script></body></html>\n' },
     });
   });
   after(() => server.close());
@@ -107,8 +109,14 @@ describe('http client', () => {
     await assert.rejects(client(server.url('/missing.csv')).head(), (e: unknown) => e instanceof HttpError && e.message === `HTTP request failed with status 404 Not Found: no such file: /missing.csv: check the URL (GET ${server.url('/missing.csv')})`);
   });
 
-  test('bad input: the error body is cut at 500 bytes', async () => {
-    await assert.rejects(body(client(server.url('/long-error'))), (e: unknown) => e instanceof HttpError && e.body.length === 500 && e.message.includes(`${'E'.repeat(500)}...`));
+  test('bad input: the error body is read up to 500 bytes and shown as one line of at most 200 characters', async () => {
+    await assert.rejects(body(client(server.url('/long-error'))), (e: unknown) => e instanceof HttpError && e.body.length === 500 &&
+      e.message === `HTTP request failed with status 404 Not Found: ${'E'.repeat(199)}…: check the URL (GET ${server.url('/long-error')})`);
+  });
+
+  test('bad input: an HTML error page is shown as its text on one line (no tags, scripts or styles)', async () => {
+    await assert.rejects(body(client(server.url('/html-404'))), (e: unknown) => e instanceof HttpError &&
+      e.message === `HTTP request failed with status 404 Not Found: 404 Not Found Not Found The requested URL was not found on this server.: check the URL (GET ${server.url('/html-404')})`);
   });
 
   test('bad input: 500 after retries', async () => {
@@ -221,6 +229,24 @@ describe('http client', () => {
     const port = (s.address() as AddressInfo).port;
     await new Promise<void>((r) => s.close(() => r()));
     await assert.rejects(client(`http://127.0.0.1:${port}/x.csv`, { maxRetries: 1 }).head(), (e: unknown) => e instanceof NetworkError && e.message === `cannot connect to 127.0.0.1:${port}: connection refused (ECONNREFUSED): check the URL's host and port and that the server is running`);
+  });
+
+  test('a fresh task (retryRefusedBeforeResponse: false): a refused connection fails on the first attempt; once a server answered, a refusal is retried', async () => {
+    const s = http.createServer((req, res) => { res.writeHead(200, { 'last-modified': LAST_MODIFIED, 'content-length': 1 }); res.end(req.method === 'HEAD' ? undefined : 'x'); });
+    await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+    const port = (s.address() as AddressInfo).port;
+    const url = `http://127.0.0.1:${port}/x.csv`;
+    const retries: string[] = [];
+    const log = createLogger({ stream: { write: (line: string) => { retries.push(line); } }, level: 'warn' });
+    const fresh = client(url, { maxRetries: 5, retryRefusedBeforeResponse: false, log });
+    await fresh.head(); // answered: from now on a refusal is a restart worth waiting for
+    await new Promise<void>((r) => { s.close(() => r()); s.closeAllConnections(); });
+    await assert.rejects(body(fresh), (e: unknown) => e instanceof NetworkError && /connection refused/.test(e.message));
+    assert.equal(retries.length, 5, 'retried after a response');
+    retries.length = 0;
+    await assert.rejects(client(url, { maxRetries: 5, retryRefusedBeforeResponse: false, log }).head(), (e: unknown) => e instanceof NetworkError &&
+      e.message === `cannot connect to 127.0.0.1:${port}: connection refused (ECONNREFUSED): check the URL's host and port and that the server is running`);
+    assert.deepEqual(retries, [], 'no retry before any response');
   });
 
   test('bad input: DNS failure', async () => {

@@ -2,6 +2,7 @@
 // the bearer-JWT security scheme. Component names are the schema file names.
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import { loadApiSchemas } from './schemas.ts';
+import planePackage from '../../package.json' with { type: 'json' };
 
 function rewriteRefs(v: JsonValue): JsonValue {
   if (Array.isArray(v)) return v.map(rewriteRefs);
@@ -28,7 +29,8 @@ export function buildOpenApi(): JsonObject {
       title: 'Flow Control Plane V1 API',
       summary: 'Controlling the control plane',
       description: 'API for the Flow control plane, as served by the Sluice local plane (`sluice serve`).',
-      version: '',
+      // The API as this build serves it: the plane package's version.
+      version: planePackage.version,
     },
     servers: [{ url: '/' }],
     security: [{ ApiKey: [] }],

@@ -5,10 +5,21 @@ export const description = 'list the built-in connectors with their image names'
 
 export const CONNECTORS_USAGE = `usage: sluice connectors [--json]
 
-Lists the built-in connectors. In a catalog, an image whose name ends in /<connector> runs the
-built-in connector as a process unless a container engine is configured.`;
+Lists the built-in connectors: name, protocol, image, what it does.
+  --json      one JSON object per connector (name, protocol, image, bin, installed)
+  -h, --help  this help
+
+Images: the connectors are built as ghcr.io/sluice-dev/<connector> (docker/README.md). In a catalog,
+\`connector.image\` naming any registry path that ends in /<connector> — ghcr.io/sluice-dev/source-http-file:dev,
+or Estuary's ghcr.io/estuary/source-http-file:dev as Flow catalogs write it — runs this repository's built-in
+connector as a local process, so Flow catalogs run unchanged. With \`--container-engine docker|podman\` (serve,
+preview) the image itself is run instead.`;
 
 export async function connectorsCommand(argv: string[], out: (line: string) => void = (l) => process.stdout.write(l + '\n')): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out(CONNECTORS_USAGE);
+    return 0;
+  }
   const json = argv.includes('--json');
   const unknown = argv.filter((a) => a !== '--json');
   if (unknown.length > 0) {

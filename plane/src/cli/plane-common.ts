@@ -21,6 +21,9 @@ export class HelpRequested extends SluiceError {
 }
 
 export function parse<T extends NonNullable<ParseArgsConfig['options']>>(argv: string[], options: T, usage: string) {
+  // The usage text is the command's --help: a flag it does not mention is a bug here, not the user's.
+  const undocumented = Object.keys(options).filter((name) => !usage.includes(`--${name}`));
+  if (undocumented.length > 0) throw new Error(`internal: the usage text does not document ${undocumented.map((n) => `--${n}`).join(', ')}`);
   if (argv.includes('--help') || argv.includes('-h')) throw new HelpRequested(usage);
   try {
     return parseArgs({ args: argv, options, strict: true, allowPositionals: false });

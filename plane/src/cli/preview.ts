@@ -22,7 +22,24 @@ import { runMaterializeSession } from '../tasks/materialize.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 
 export const description = 'run one capture or materialization of a catalog locally and print its output (like flowctl preview)';
-const USAGE = 'usage: sluice preview --catalog flow.yaml [--name task] [--fixture docs.jsonl] [--sessions N] [--output-state] [--output-apply] [--initial-state JSON] [--timeout SECONDS] [--container-engine docker|podman]';
+const USAGE = `usage: sluice preview --catalog flow.yaml [--name TASK] [options]
+
+Runs one capture or materialization of the catalog for real (validate, apply, open) against a temporary journal
+store; nothing is published. A capture prints ["<collection>", <doc>] per committed document; a materialization
+reads --fixture and prints only state and apply output.
+  --catalog FILE          the flow.yaml (required)
+  --name TASK             the capture or materialization to run (required when the catalog has several)
+  --fixture FILE          materializations: JSON lines ["<collection>", {doc}] with {"commit": true} between
+                          transactions, or a JSON array of transactions
+  --sessions N            split the run over N connector sessions (default 1)
+  --fresh                 materializations with a sqlite endpoint: write into a temporary database instead of the
+                          endpoint's (needed when that one already holds a checkpoint for the task)
+  --output-state          print ["connectorState", {updated, mergePatch}] per commit
+  --output-apply          print ["applied.actionDescription", "..."]
+  --initial-state JSON    captures: the connector state of the first session
+  --timeout SECONDS       captures: stop each session after this long (default: run until the connector ends)
+  --container-engine E    docker or podman: run image connectors in containers
+  -h, --help              this help`;
 export const DOC_UUID_PLACEHOLDER = 'DocUUIDPlaceholder-329Bb50aa48EAa9ef';
 
 type Out = (line: string) => void;
@@ -77,7 +94,7 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
     const { values } = parse(argv, {
       catalog: { type: 'string' }, name: { type: 'string' }, fixture: { type: 'string' }, sessions: { type: 'string' },
       'output-state': { type: 'boolean' }, 'output-apply': { type: 'boolean' }, 'initial-state': { type: 'string' }, timeout: { type: 'string' },
-      'container-engine': { type: 'string' },
+      'container-engine': { type: 'string' }, fresh: { type: 'boolean' },
     }, USAGE);
     if (!values.catalog) throw new UsageError(`--catalog is required\n${USAGE}`);
     const engine = values['container-engine'];
@@ -142,7 +159,15 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
         return 0;
       }
 
-      const def = catalog.materializations.get(task.name)!;
+      let def = catalog.materializations.get(task.name)!;
+      if (values.fresh) {
+        // Preview into an empty database: the destination's own checkpoint (a plane's, an earlier preview's)
+        // would otherwise put the fixture's documents behind it.
+        if (def.endpoint.kind !== 'sqlite') throw new UsageError(`--fresh needs a sqlite endpoint; ${def.name} writes through a connector: point its endpoint config at an empty database (or schema) instead`);
+        const path = join(dir, 'preview.db');
+        process.stderr.write(`sluice: previewing ${def.name} into a temporary SQLite database (${path}, removed afterwards) instead of ${def.endpoint.config.path}\n`);
+        def = { ...def, endpoint: { kind: 'sqlite', config: { ...def.endpoint.config, path } } };
+      }
       if (!values.fixture) throw new UsageError(`previewing materialization ${def.name} needs --fixture docs.jsonl (lines ["<collection>", {document}] and {"commit": true})`);
       const fixtureFile = resolve(values.fixture);
       const txns = parseFixture(readFileSync(fixtureFile, 'utf8'), values.fixture);
@@ -155,8 +180,17 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
       let next = 0;
       for (let s = 0; s < sessions; s++) {
         const last = Math.min(txns.length, next + perSession);
+        // A destination that already holds a checkpoint for this task (a plane ran it, or an earlier preview)
+        // reads the fixture from that checkpoint's offsets, which are beyond this preview's fresh journals: every
+        // document would be skipped in silence. So the first session stops right after `opened` and says so.
+        const stop = new AbortController();
+        let held: string[] = [];
         await runMaterializeSession({
-          name: def.name, spec: built.spec, version, store, signal: new AbortController().signal,
+          name: def.name, spec: built.spec, version, store, signal: stop.signal,
+          onOpened: ({ destinationCheckpoint }) => {
+            const sources = Object.keys(destinationCheckpoint?.sources ?? {});
+            if (s === 0 && sources.length > 0) { held = sources; stop.abort(); }
+          },
           session: launcher.materialize(def.endpoint, def.name),
           onState: (update) => { if (values['output-state']) out(JSON.stringify(['connectorState', update])); },
           nextBatch: async () => {
@@ -177,6 +211,12 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
             return true;
           },
         });
+        if (held.length > 0) {
+          const where = def.endpoint.kind === 'sqlite' ? `the SQLite database ${def.endpoint.config.path}` : 'the destination';
+          throw new UsageError(`${where} already holds a checkpoint for ${def.name} (read through ${held.length} journal(s), from a plane run or an earlier preview): ` +
+            `the fixture's documents would be behind it and skipped, so nothing was previewed. ` +
+            `Pass --fresh to preview into a temporary SQLite database, or point the endpoint at an empty database`, 1);
+        }
       }
       return 0;
     } finally {

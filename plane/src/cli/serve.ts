@@ -15,7 +15,21 @@ import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
 
 export const description = 'run a catalog on this machine: tasks, journals, /ingest and the /api/v1 control plane';
-const USAGE = 'usage: sluice serve --catalog flow.yaml [--port 8675] [--ingest-port 8081] [--data-dir DIR] [--host 127.0.0.1] [--container-engine docker|podman] [--quiet] [--allow-deletions]';
+const USAGE = `usage: sluice serve --catalog flow.yaml [options]
+
+Runs a catalog on this machine: publishes it, runs its captures and materializations, serves the
+control-plane API (/api/v1) and the ingester (/ingest); republishes when the catalog file changes or on
+SIGHUP; stops cleanly on SIGINT or SIGTERM. One plane per data dir.
+  --catalog FILE             the flow.yaml (required; reference: docs/catalog.md)
+  --data-dir DIR             journals and control-plane state (default $SLUICE_DATA_DIR, else ./data)
+  --port N                   the API port (default 8675; 0 picks a free one)
+  --ingest-port N            the ingester's port (default 8081; the same as --port serves both on one)
+  --host ADDR                the address to listen on (default 127.0.0.1)
+  --container-engine E       docker or podman: run connector images in containers instead of the
+                             built-in connectors as processes
+  --quiet                    no progress lines from the tasks
+  --allow-deletions          publish even when the catalog deletes more live specs than it adds
+  -h, --help                 this help`;
 
 export interface ServeOptions {
   catalogFile: string;

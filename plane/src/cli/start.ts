@@ -14,7 +14,19 @@ import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
 
 export const description = 'the quickstart: capture a CSV served over local HTTP into journals, materialize it into SQLite, keep the API and ingester up';
-const USAGE = 'usage: sluice start [--data-dir DIR] [--rows N] [--port 8675] [--ingest-port 8081] [--exit] [--quiet] [--allow-deletions]';
+const USAGE = `usage: sluice start [options]
+
+The quickstart (what \`npm start\` runs): generates a gzipped CSV of bike rides, serves it on a loopback port,
+and runs the quickstart catalog on the local plane (capture into journals, materialize into
+<data dir>/quickstart.db); then keeps the API and ingester up until Ctrl-C or SIGTERM.
+  --data-dir DIR      where journals, state and quickstart.db go (default $SLUICE_DATA_DIR, else ./data)
+  --rows N            rides to generate (default ${DEFAULT_ROWS})
+  --port N            the API port (default 8675; 0 picks a free one)
+  --ingest-port N     the ingester's port (default 8081)
+  --exit              exit once the rows are materialized instead of staying up
+  --quiet             no progress display or progress lines
+  --allow-deletions   publish even when the quickstart catalog deletes more live specs of the dir than it adds
+  -h, --help          this help`;
 const SOURCE_LAST_MODIFIED = new Date(Date.UTC(2024, 4, 31, 23, 59, 59));
 
 function tableCount(db: string, table: string): number {

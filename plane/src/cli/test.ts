@@ -6,7 +6,12 @@ import { runCatalogTest } from '../tasks/catalog-tests.ts';
 import { parse, runCommand, UsageError } from './plane-common.ts';
 
 export const description = "run a catalog's tests (ingest, then verify the reduced documents)";
-const USAGE = 'usage: sluice test --catalog flow.yaml';
+const USAGE = `usage: sluice test --catalog flow.yaml
+
+Runs the catalog's tests, each against a temporary journal store (ingest the documents, then verify the
+collection's reduced documents); the data dir is not used. One line per test; exit 1 if any fails.
+  --catalog FILE  the flow.yaml (required)
+  -h, --help      this help`;
 
 export async function testCommand(argv: string[], out: (line: string) => void = (l) => process.stdout.write(l + '\n')): Promise<number> {
   return runCommand(async () => {

@@ -34,7 +34,7 @@ export function createControlPlane(opts: { dataDir: string }): ControlPlane {
   };
 }
 
-export { ControlStore } from './store.ts';
+export { CONTROL_DB, ControlStore } from './store.ts';
 export type { LiveSpecRow, PublicationInfo } from './store.ts';
 export { publishedSpecsOf } from './publish.ts';
 export { summaryOf, statusResponse, chronoDisplay, PENDING_CHECKS_LIMIT } from './status.ts';

@@ -165,6 +165,9 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
 
 type Row = Record<string, string | number | null>;
 
+/** The control store's file in the data dir (its presence is what `token create` calls plane state). */
+export const CONTROL_DB = 'control.db';
+
 export class ControlStore implements ControlRecorder {
   readonly db: DatabaseSync;
   readonly ids: IdGenerator;
@@ -172,8 +175,8 @@ export class ControlStore implements ControlRecorder {
   constructor(dataDir: string) {
     makeDataDir(dataDir);
     // Refresh-token hashes: private from its creation (SQLite gives -wal/-shm the database file's mode).
-    makePrivateFile(join(dataDir, 'control.db'));
-    this.db = new DatabaseSync(join(dataDir, 'control.db'));
+    makePrivateFile(join(dataDir, CONTROL_DB));
+    this.db = new DatabaseSync(join(dataDir, CONTROL_DB));
     this.db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 5000;');
     this.db.exec(SCHEMA);
     const max = this.db.prepare(`SELECT max(id) AS id FROM (

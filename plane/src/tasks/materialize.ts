@@ -46,7 +46,8 @@ export interface MaterializeSessionOptions {
   nextBatch?: () => Promise<boolean>;
   /** Most source documents read into one transaction. */
   maxTxnDocs?: number;
-  onOpened?: () => void;
+  /** After `opened`; `destinationCheckpoint` is the checkpoint the connector keeps in its destination, if any. */
+  onOpened?: (info: { destinationCheckpoint: RuntimeCheckpoint | undefined }) => void;
   onTransaction?: (info: MaterializeTransactionInfo) => void;
   /** Connector state updates as they are committed (preview's --output-state). */
   onState?: (update: ConnectorState) => void;
@@ -162,9 +163,9 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
       const b = bindings[i]!;
       return { ...(b.lastWriteWins ? {} : { reduce: (l: JsonValue, r: JsonValue) => b.reducer.reduce(l, r) }), ...(b.window ? { window: b.window } : {}) };
     },
-    onOpened: ({ checkpoint }) => {
+    onOpened: ({ checkpoint, authoritative }) => {
       sources = structuredClone((checkpoint.sources ?? {}) as Record<string, { readThrough?: string | number }>);
-      opts.onOpened?.();
+      opts.onOpened?.({ destinationCheckpoint: authoritative ? checkpoint : undefined });
     },
     onAcknowledged: (s) => {
       const next = applyConnectorState(s);

@@ -29,7 +29,8 @@ test('openapi.json served by the API is a valid OpenAPI 3.1 document with every 
   const result = await new Validator().validate(doc as never);
   assert.equal(result.valid, true, JSON.stringify(result.errors, null, 1));
   assert.equal(doc.openapi, '3.1.0');
-  assert.equal(doc.info.version, '');
+  assert.equal(doc.info.version, JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')).version);
+  assert.match(doc.info.version, /^\d+\.\d+\.\d+/);
   assert.deepEqual(Object.keys(doc.paths).sort(), ['/api/v1/auth/token', '/api/v1/catalog/status', '/api/v1/metrics/{prefix}', '/api/v1/openapi.json']);
   assert.deepEqual(doc.components.securitySchemes, { ApiKey: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Sluice access token from POST /api/v1/auth/token' } });
   assert.deepEqual(doc.security, [{ ApiKey: [] }]);

@@ -3,6 +3,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runTokenCommand } from '../../src/cli/token.ts';
 import { startControlPlaneServer } from '../../src/control/testing.ts';
 
@@ -159,4 +162,26 @@ test('sluice token create prints a working refresh token; bad flags are refused'
   const res = await curl(`${cp.url}/api/v1/auth/token`, ['-X', 'POST', '-H', 'Content-Type: application/json', '-d', JSON.stringify({ grant_type: 'refresh_token', refresh_token_id: id, secret })]);
   assert.equal(res.status, 200);
   await cp.close();
+});
+
+test('sluice token create refuses a dir with no plane state (a mistyped --data-dir) unless --init', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-token-'));
+  try {
+    let out = '';
+    let err = '';
+    const io = { out: (s: string) => { out += s; }, err: (s: string) => { err += s; } };
+    const typo = join(dir, 'dta');
+    assert.equal(await runTokenCommand(['create', '--data-dir', typo], io), 1);
+    assert.equal(err, `sluice token create: ${typo} holds no plane state (no control.db): pass the --data-dir your plane runs with (serve prints it as "data:"; the default is ./data), or --init to create the state there\n`);
+    assert.equal(existsSync(typo), false, 'nothing was created');
+    assert.equal(out, '');
+    assert.equal(await runTokenCommand(['create', '--data-dir', typo, '--init'], io), 0);
+    assert.match(out, new RegExp(`^refresh token created in ${typo.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\n`));
+    assert.equal(existsSync(join(typo, 'control.db')), true);
+    out = '';
+    assert.equal(await runTokenCommand(['create', '--help'], io), 0);
+    assert.match(out, /--init {11}create the plane's state in a dir that has none yet/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -23,7 +23,8 @@ export function sluice(args: string[], options: { cwd?: string; env?: Record<str
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => { stdout += d; });
     child.stderr.on('data', (d: Buffer) => { stderr += d; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    // A guard against a hung child, not a speed limit: generous, since a loaded machine starts Node slowly.
+    const timer = setTimeout(() => child.kill('SIGKILL'), 300_000);
     child.on('error', reject);
     child.on('close', (code) => {
       clearTimeout(timer);

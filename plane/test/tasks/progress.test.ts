@@ -6,12 +6,11 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { serveFile } from '../../src/quickstart/file-server.ts';
+import { QUICKSTART_TEMPLATE, serveFile } from '../../src/quickstart/index.ts';
 import { ridesCsvGz } from '../../src/quickstart/rides.ts';
 import { startPlane } from '../../src/cli/serve.ts';
 
-const TEMPLATE = fileURLToPath(new URL('../../../examples/quickstart/flow.yaml', import.meta.url));
+const TEMPLATE = QUICKSTART_TEMPLATE;
 
 async function run(t: { after: (fn: () => void | Promise<void>) => void }, quiet: boolean) {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-progress-'));
