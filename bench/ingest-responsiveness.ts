@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const SLUICE = fileURLToPath(new URL('../plane/bin/sluice.ts', import.meta.url));
+const SLUICE = fileURLToPath(new URL('../plane/bin/sluice.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-ingest-resp-'));
 writeFileSync(join(dir, 'flow.yaml'), `
 collections:

@@ -24,7 +24,7 @@ const arg = (name: string): string | undefined => {
 };
 const ROWS = Number(arg('--rows') ?? 500_000);
 const ONLY = arg('--only');
-const SLUICE = new URL('../plane/bin/sluice.ts', import.meta.url).pathname;
+const SLUICE = new URL('../plane/bin/sluice.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-pipeline-'));
 const gz = join(dir, 'rides.csv.gz');
 const COLUMNS = ['ride_id', 'vehicle_id', 'rider_email', 'city', 'started_at', 'ended_at', 'distance_km', 'fare', 'tip', 'member', 'device', 'note'];

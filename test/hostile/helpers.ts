@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const SLUICE_BIN = fileURLToPath(new URL('../../plane/bin/sluice.ts', import.meta.url));
+export const SLUICE_BIN = fileURLToPath(new URL('../../plane/bin/sluice.js', import.meta.url));
 export const SLOW_CAPTURE = fileURLToPath(new URL('../fixtures/slow-capture.ts', import.meta.url));
 
 type After = { after: (fn: () => void | Promise<void>) => void };

@@ -12,7 +12,7 @@ import { BuildError, buildMaterialization } from '../../src/build/build.ts';
 import { loadCatalog } from '../../src/catalog/index.ts';
 import { Launcher } from '../../src/tasks/launcher.ts';
 
-const BIN = fileURLToPath(new URL('../../../runtime/bin/sluice-test-materialize.ts', import.meta.url));
+const BIN = fileURLToPath(new URL('../../../runtime/bin/sluice-test-materialize.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'sluice-incompatible-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 let n = 0;

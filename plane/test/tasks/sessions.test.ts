@@ -19,7 +19,7 @@ import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
 import type { EndpointRef } from '../../src/catalog/types.ts';
 import { collection, tempDir } from '../journals/helpers.ts';
 
-const BIN = (name: string) => fileURLToPath(new URL(`../../../runtime/bin/${name}.ts`, import.meta.url));
+const BIN = (name: string) => fileURLToPath(new URL(`../../../runtime/bin/${name}.js`, import.meta.url));
 const greetings = collection('acmeCo/greetings', { id: { type: 'string' }, greeting: { type: 'string' }, n: { type: 'integer' } }, ['/id']);
 
 test('capture: with explicit acknowledgements the runtime acknowledges each committed checkpoint', async (t) => {

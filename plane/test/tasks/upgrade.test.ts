@@ -59,7 +59,7 @@ test('launcher: a container gets env values through the engine environment, neve
   // Without an engine, a built-in image runs the connector's bin as a process, whatever its tag.
   const proc = new Launcher().target({ kind: 'connector', image: V1, config: {} }, 'acmeCo/to-mssql') as { command: string; args: string[] };
   assert.equal(proc.command, process.execPath);
-  assert.match(proc.args[0] ?? '', /materialize-sqlserver\/bin\/materialize-sqlserver\.ts$/);
+  assert.match(proc.args[0] ?? '', /materialize-sqlserver\/bin\/materialize-sqlserver\.js$/);
 });
 
 test('versioning: editing a materialization on an older materialize-sqlserver tag upgrades it; the task then runs the new tag', async (t) => {
