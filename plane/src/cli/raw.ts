@@ -531,6 +531,8 @@ function driverSession<Req, Res>(proc: ConnectorProcess<'capture' | 'materialize
       if (!extra.done) throw new ProtocolError(`the connector wrote "${Object.keys(extra.value)[0]}" after the last acknowledged`);
     },
     kill: () => void proc.kill(),
+    get awaiting() { return proc.awaiting; },
+    set awaiting(what: string) { proc.awaiting = what; },
   };
 }
 

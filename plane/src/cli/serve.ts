@@ -253,14 +253,17 @@ export async function serveCommand(argv: string[]): Promise<number> {
       ...(values.quiet ? { quiet: true } : {}),
       ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
     });
-    process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
-    if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);
-    await new Promise<void>((done) => {
+    // The handlers go in before the ready line: a supervisor that signals as soon as it reads the line must
+    // reach them, not Node's default action (which kills the process without closing the plane).
+    const stopped = new Promise<void>((done) => {
       process.on('SIGHUP', () => { void running.republish(); });
       const stop = () => { void running.close().then(done); };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });
+    process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
+    if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);
+    await stopped;
     return 0;
   });
 }

@@ -34,6 +34,8 @@ export interface DriverSession<Req, Res> {
   /** Closes the connector's stdin and waits for its exit; rejects if it failed. */
   close(): Promise<void>;
   kill(): void;
+  /** What the driver waits for next, named in an idle-timeout error (set by the driver before each wait). */
+  awaiting?: string;
 }
 
 /** One source document of a transaction: its binding and its JSON text (one line of a journal). */
@@ -154,6 +156,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     };
   });
   const recv = async (awaiting: string): Promise<MaterializeResponse> => {
+    session.awaiting = awaiting;
     const res = await session.recv();
     if (res === undefined) throw new ProtocolError(`${name}: connector exited while the runtime expected ${awaiting}`);
     o.onResponse?.(res);
