@@ -1,33 +1,12 @@
 // The endpoint and resource JSON Schemas, written once as typed literals. The TypeScript types of
-// the configuration are derived from them (FromSchema below); schemas/source-http-file.*.json are
+// the configuration are derived from them (the runtime's FromSchema); schemas/source-http-file.*.json are
 // generated from these literals and checked for drift by test/schema.test.ts.
 // Shapes follow SPEC.md "HTTP-file capture connector configuration" and, for titles, descriptions
 // and value lists, the upstream connector (shared/reference/http-file.md §1).
 
-// ------------------------------------------------------------------------------------------------
-// A small JSON Schema → TypeScript type mapping, enough for the shapes used here.
+import type { FromSchema } from '@sluice/runtime';
 
-type Simple<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean
-  : T extends 'null' ? null : T extends 'array' ? unknown[] : T extends 'object' ? Record<string, unknown> : unknown;
-
-type Required<S> = S extends { required: readonly (infer R)[] } ? R : never;
-
-type Props<P, R> = { -readonly [K in keyof P as K extends R ? K : never]: FromSchema<P[K]> }
-  & { -readonly [K in keyof P as K extends R ? never : K]?: FromSchema<P[K]> };
-
-type Flatten<T> = T extends object ? { [K in keyof T]: T[K] } : T;
-
-export type FromSchema<S> =
-  S extends { const: infer C } ? C
-    : S extends { oneOf: readonly (infer B)[] } ? FromSchema<B>
-      : S extends { anyOf: readonly (infer B)[] } ? FromSchema<B>
-        : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, Required<S>>>
-          : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
-            : S extends { type: readonly (infer T)[] } ? Simple<T>
-              : S extends { type: infer T } ? Simple<T>
-                : unknown;
-
-// ------------------------------------------------------------------------------------------------
+export type { FromSchema };
 
 const constOption = <V extends string | null>(title: string, value: V) => ({ title, const: value, default: value }) as const;
 

@@ -1,6 +1,6 @@
 // A JSON Schema → TypeScript type mapping for the configuration schemas connectors write as `as const`
 // literals, so the type of a validated config comes from its schema and cannot drift from it (issue 19.2).
-// It covers what connector schemas use: objects (required vs optional properties), oneOf unions (discriminated
+// It covers what connector schemas use: objects (required vs optional properties), oneOf/anyOf unions (discriminated
 // by a `const`), const, enum, arrays and the simple types. Unknown shapes map to `unknown`.
 
 type Simple<T> = T extends 'string' ? string : T extends 'integer' | 'number' ? number : T extends 'boolean' ? boolean
@@ -18,8 +18,9 @@ export type FromSchema<S> =
   S extends { const: infer C } ? C
     : S extends { enum: readonly (infer E)[] } ? E
       : S extends { oneOf: readonly (infer B)[] } ? FromSchema<B>
-        : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, RequiredKeys<S>>>
-          : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
-            : S extends { type: readonly (infer T)[] } ? Simple<T>
-              : S extends { type: infer T } ? Simple<T>
-                : unknown;
+        : S extends { anyOf: readonly (infer B)[] } ? FromSchema<B>
+          : S extends { type: 'object'; properties: infer P } ? Flatten<Props<P, RequiredKeys<S>>>
+            : S extends { type: 'array'; items: infer I } ? FromSchema<I>[]
+              : S extends { type: readonly (infer T)[] } ? Simple<T>
+                : S extends { type: infer T } ? Simple<T>
+                  : unknown;
