@@ -10,8 +10,6 @@ export { buildColumn, buildTable, flatTypeOf, isNullable, parseExistingColumns }
 export * from './errors.ts';
 export { chooseDocumentField, isRootProjection, validateBinding } from './validate.ts';
 export type { ValidateBindingInput } from './validate.ts';
-export { selectFields } from './field-selection.ts';
-export type { FieldsConfig, SelectFieldsOptions } from './field-selection.ts';
 export { describeTable, planApply, planTable, runApply } from './apply.ts';
 export type { ApplyBinding, ApplyPlanInput } from './apply.ts';
 export { commitCheckpoint, installFence } from './fence.ts';

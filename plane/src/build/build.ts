@@ -191,7 +191,7 @@ async function validateAndSelect(def: MaterializationDef, collections: ReturnTyp
       ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}),
     },
   }, 'validated', def.name);
-  const vb = (validated.bindings ?? []) as { resourcePath?: string[]; constraints?: Record<string, Constraint>; deltaUpdates?: boolean }[];
+  const vb = (validated.bindings ?? []) as { resourcePath?: string[]; constraints?: Record<string, Constraint>; deltaUpdates?: boolean; caseInsensitiveFields?: boolean }[];
   if (vb.length !== active.length) throw new BuildError([`materialization "${def.name}": connector validated ${vb.length} binding(s) but the materialization has ${active.length}`]);
   const bindings: MaterializationBindingSpec[] = active.map((b, i) => {
     const v = vb[i]!;
@@ -199,7 +199,7 @@ async function validateAndSelect(def: MaterializationDef, collections: ReturnTyp
     const deltaUpdates = v.deltaUpdates === true;
     const { selection, errors: fieldErrors } = selectFields({
       where: `materialization "${def.name}" binding ${i} (${b.source})`,
-      collection, fields: b.fields, constraints: v.constraints ?? {}, deltaUpdates,
+      collection, fields: b.fields, constraints: v.constraints ?? {}, deltaUpdates, caseInsensitive: v.caseInsensitiveFields === true,
     });
     errors.push(...fieldErrors);
     // A field the endpoint can no longer take (a connector says this of fields it already holds, e.g. a column

@@ -13,6 +13,8 @@ export interface FieldSelectionInput {
   fields: FieldsDef;
   constraints: Record<string, Constraint>;
   deltaUpdates: boolean;
+  /** The connector's Validated.caseInsensitiveFields: fields differing only by case would be one column. */
+  caseInsensitive?: boolean;
 }
 
 export interface FieldSelectionResult {
@@ -61,10 +63,16 @@ export function selectFields(input: FieldSelectionInput): FieldSelectionResult {
   }
 
   const selected = new Set<string>();
+  // Selected fields by the name the destination sees (folded when it is case-insensitive).
+  const byName = new Map<string, string>();
+  const nameOf = (field: string) => (input.caseInsensitive ? field.toLowerCase() : field);
   const take = (p: Projection) => {
     if (!allows(constraints[p.field])) err(refusal(p.field, constraints[p.field]));
     selected.add(p.field);
+    byName.set(nameOf(p.field), p.field);
   };
+  /** The selected field `field` would collide with (same name but for case), if any. */
+  const collision = (field: string) => byName.get(nameOf(field));
   const canonical = (ptr: string): Projection | undefined => {
     const options = projections.filter((p) => p.ptr === ptr);
     return options.find((p) => include.has(p.field)) ?? options.find((p) => p.field === ptr.slice(1).replace(/~1/g, '/').replace(/~0/g, '~') && !exclude.has(p.field))
@@ -79,6 +87,8 @@ export function selectFields(input: FieldSelectionInput): FieldSelectionResult {
       err(`collection key ${ptr} has no selectable projection (is every projection of it excluded?)`);
       continue;
     }
+    const other = collision(p.field);
+    if (other !== undefined) err(`key field "${p.field}" collides with key field "${other}": the endpoint's field names are case-insensitive; project one of these key locations under another name`);
     take(p);
     keys.push(p.field);
   }
@@ -113,6 +123,12 @@ export function selectFields(input: FieldSelectionInput): FieldSelectionResult {
     else if (c?.type === 'LOCATION_REQUIRED') pick = !coveredPtrs.has(p.ptr ?? '') && canonical(p.ptr ?? '')?.field === p.field;
     else if (fields.recommended && allows(c) && isRecommended(p)) pick = !coveredPtrs.has(p.ptr ?? '') || p.explicit === true;
     if (!pick) continue;
+    const other = collision(p.field);
+    if (other !== undefined) {
+      // The destination would see one column for both: the first selected keeps it; an explicit include is a conflict.
+      if (include.has(p.field)) err(`field "${p.field}" collides with selected field "${other}": the endpoint's field names are case-insensitive; exclude one of them`);
+      continue;
+    }
     take(p);
     values.push(p.field);
     coveredPtrs.add(p.ptr ?? '');

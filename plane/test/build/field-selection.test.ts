@@ -81,3 +81,28 @@ test('field selection: delta updates without recommended fields and an optional 
   const withDoc = selectFields(input({ deltaUpdates: true, constraints: c, fields: { recommended: false, include: { flow_document: {} }, exclude: [] } }));
   assert.equal(withDoc.selection.document, 'flow_document');
 });
+
+test('field selection: an included alias of a key location becomes the key; excluding every projection of a key is an error', () => {
+  const aliased = { ...orders, projections: [...orders.projections ?? [], { field: 'ID_alias', ptr: '/order_id', explicit: true, inference: { types: ['string'], exists: 'MUST' as const } }] };
+  const constraints = sqlConstraints({ ID_alias: { type: 'LOCATION_REQUIRED' } });
+  const r = selectFields(input({ collection: aliased, constraints, fields: { recommended: true, include: { ID_alias: {} }, exclude: [] } }));
+  assert.deepEqual(r.errors, []);
+  assert.deepEqual(r.selection.keys, ['ID_alias']);
+  assert.ok(!(r.selection.values ?? []).includes('order_id'), `the key location is selected once: ${JSON.stringify(r.selection.values)}`);
+  const none = selectFields(input({ collection: aliased, constraints, fields: { recommended: true, include: {}, exclude: ['order_id', 'ID_alias'] } }));
+  assert.match(none.errors[0] ?? '', /collection key \/order_id has no selectable projection/);
+});
+
+test('field selection: case-insensitive endpoints select one of two names differing by case, and refuse including both', () => {
+  const cased = collection('acmeCo/people', { id: { type: 'string' }, Name: { type: 'string' }, name: { type: 'string' } }, ['/id']);
+  const constraints: Record<string, Constraint> = { id: { type: 'LOCATION_REQUIRED' }, flow_document: { type: 'LOCATION_REQUIRED' } };
+  for (const f of ['Name', 'name', 'flow_published_at']) constraints[f] = { type: 'LOCATION_RECOMMENDED' };
+  const base = { where: 'acmeCo/mat binding 0', collection: cased, deltaUpdates: false, constraints };
+  // Case-sensitive: both are columns.
+  assert.deepEqual(selectFields({ ...base, fields: { recommended: true, include: {}, exclude: [] } }).selection.values, ['Name', 'flow_published_at', 'name']);
+  const folded = selectFields({ ...base, caseInsensitive: true, fields: { recommended: true, include: {}, exclude: [] } });
+  assert.deepEqual(folded.errors, []);
+  assert.deepEqual(folded.selection.values, ['Name', 'flow_published_at']);
+  const both = selectFields({ ...base, caseInsensitive: true, fields: { recommended: false, include: { Name: {}, name: {} }, exclude: [] } });
+  assert.deepEqual(both.errors, ['acmeCo/mat binding 0: field "name" collides with selected field "Name": the endpoint\'s field names are case-insensitive; exclude one of them']);
+});
