@@ -6,6 +6,7 @@ export * from './protocol/tuple.ts';
 export * from './protocol/framing.ts';
 export * from './protocol/merge-patch.ts';
 export * from './protocol/documents.ts';
+export * from './protocol/json-pointer.ts';
 export * from './protocol/pack.ts';
 export * from './protocol/uuid.ts';
 export * from './errors.ts';

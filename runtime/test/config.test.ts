@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { ConfigValidator, resolvePointer } from '../src/connector/config.ts';
+import { ConfigValidator } from '../src/connector/config.ts';
 
 const schema = {
   type: 'object',
@@ -74,13 +74,5 @@ describe('ConfigValidator', () => {
   it('supports draft 2020-12 schemas', () => {
     const v = new ConfigValidator({ $schema: 'https://json-schema.org/draft/2020-12/schema', type: 'object', properties: { a: { type: 'string', default: 'x' } } }, 'endpoint config');
     assert.deepEqual(v.validate({}, 'endpoint config'), { a: 'x' });
-  });
-  it('resolvePointer', () => {
-    const doc = { a: { 'b/c': [10, 20], '~k': 1 } };
-    assert.equal(resolvePointer(doc, '/a/b~1c/1'), 20);
-    assert.equal(resolvePointer(doc, '/a/~0k'), 1);
-    assert.equal(resolvePointer(doc, '/a/x'), undefined);
-    assert.equal(resolvePointer(doc, '/a/b~1c/01'), undefined);
-    assert.deepEqual(resolvePointer(doc, ''), doc);
   });
 });

@@ -4,6 +4,7 @@
 // "~0" escapes, a token of digits (no leading zero or "+") is an array index, an object takes it as a
 // property name; missing parents are created (objects for properties, arrays for indices); a scalar
 // parent is an error. Used only when the parser options ask for more than the default `_meta`.
+import { unescapePointerToken } from '@sluice/runtime';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import { DecodeError } from './errors.ts';
 
@@ -18,7 +19,7 @@ export function pointerTokens(pointer: string): Token[] {
   const parts = pointer.split('/');
   if (pointer.startsWith('/')) parts.shift();
   return parts.map((raw) => {
-    const t = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    const t = unescapePointerToken(raw);
     if (/^(0|[1-9][0-9]*)$/.test(t) && Number.isSafeInteger(Number(t))) return { index: Number(t) };
     return { prop: t };
   });

@@ -1,6 +1,7 @@
 // Field selection for one materialization binding: the connector's validate constraints plus the
 // catalog's `fields` (recommended / include / exclude) decide which projections become the binding's
 // keys, values and document. Problems are collected and reported together.
+import { unescapePointerToken } from '@sluice/runtime';
 import type { CollectionSpec, Constraint, FieldSelection, JsonValue, Projection } from '@sluice/runtime';
 import type { FieldsDef } from '../catalog/types.ts';
 
@@ -75,7 +76,7 @@ export function selectFields(input: FieldSelectionInput): FieldSelectionResult {
   const collision = (field: string) => byName.get(nameOf(field));
   const canonical = (ptr: string): Projection | undefined => {
     const options = projections.filter((p) => p.ptr === ptr);
-    return options.find((p) => include.has(p.field)) ?? options.find((p) => p.field === ptr.slice(1).replace(/~1/g, '/').replace(/~0/g, '~') && !exclude.has(p.field))
+    return options.find((p) => include.has(p.field)) ?? options.find((p) => p.field === unescapePointerToken(ptr.slice(1)) && !exclude.has(p.field))
       ?? options.find((p) => !exclude.has(p.field));
   };
 

@@ -3,7 +3,7 @@ export * from './types.ts';
 export { loadCatalog, isValidName, parseInterval, withMeta, catalogSchema, DEFAULT_INTERVAL_SECONDS } from './load.ts';
 export { CatalogError, formatProblem } from './errors.ts';
 export type { CatalogProblem } from './errors.ts';
-export { reduceDocuments, combineByKey, createReducer, valueAt, SUPPORTED_STRATEGIES } from './reduce.ts';
+export { reduceDocuments, combineByKey, createReducer, SUPPORTED_STRATEGIES } from './reduce.ts';
 export type { Reducer } from './reduce.ts';
 export { compileDocumentSchema, createAjv } from './ajv.ts';
 export { buildProjections, inferenceAt } from './projections.ts';

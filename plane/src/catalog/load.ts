@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { closestName } from '@sluice/runtime';
+import { closestName, pointerOf, resolvePointer, unescapePointerToken } from '@sluice/runtime';
 import type { CollectionSpec, JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import type {
   CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, OnIncompatibleSchemaChange, PartitionSelectorDef, TestDef, TestStep,
@@ -16,12 +16,12 @@ import { CatalogError, escapeControls } from './errors.ts';
 import type { CatalogProblem } from './errors.ts';
 import { buildProjections } from './projections.ts';
 import type { ExplicitProjection } from './projections.ts';
-import { SUPPORTED_STRATEGIES, valueAt } from './reduce.ts';
+import { SUPPORTED_STRATEGIES } from './reduce.ts';
 import { ALL_TYPES, embeddedResources, isObject, isSchema, locate, shapeOf } from './shape.ts';
 import { bundleSchemaRefs, withWriteSchemaRefs } from './schema-refs.ts';
 import type { ReadSchemaFile, SchemaRole } from './schema-refs.ts';
 import type { Shape } from './shape.ts';
-import { pointerOf, readSourceText, SourceFile, unescapePointer } from './source-file.ts';
+import { readSourceText, SourceFile } from './source-file.ts';
 
 const CATALOG_SCHEMA_PATH = fileURLToPath(new URL('../../../schemas/catalog.schema.json', import.meta.url));
 export const catalogSchema: JsonObject = JSON.parse(readFileSync(CATALOG_SCHEMA_PATH, 'utf8')) as JsonObject;
@@ -191,7 +191,7 @@ class Loader {
       }
       this.files.set(path, file);
     }
-    const value = valueAt(file.value, fragment);
+    const value = resolvePointer(file.value, fragment);
     if (value === undefined) {
       this.problem(src, pointer, `${what} "${ref}": ${fragment} does not exist in ${path}; fix the #/pointer`);
       return undefined;
@@ -516,7 +516,7 @@ class Loader {
 }
 
 function kindOf(pointer: string): Kind {
-  return unescapePointer(pointer.split('/')[1] ?? '') as Kind;
+  return unescapePointerToken(pointer.split('/')[1] ?? '') as Kind;
 }
 
 // One shared instance checks schemas against the 2020-12 meta-schema. Compiling each collection's schema with
@@ -573,7 +573,7 @@ function resourceAt(schema: JsonSchema, at: string): JsonSchema {
   const m = /^\/(\$defs|definitions)\/([^/]+)/.exec(at);
   if (m && isObject(schema)) {
     const defs = schema[m[1]!];
-    const d = isObject(defs) ? defs[unescapePointer(m[2]!)] : undefined;
+    const d = isObject(defs) ? defs[unescapePointerToken(m[2]!)] : undefined;
     if (isObject(d) && typeof d.$id === 'string') return d;
   }
   return schema;
@@ -586,7 +586,7 @@ function hasAnchorOrPointer(schema: JsonSchema, ref: string): boolean {
   } catch {
     return false;
   }
-  if (fragment === '' || fragment.startsWith('/')) return valueAt(schema, fragment) !== undefined;
+  if (fragment === '' || fragment.startsWith('/')) return resolvePointer(schema, fragment) !== undefined;
   let found = false;
   walkSchema(schema, '', (node) => {
     if (node.$anchor === fragment || node.$dynamicAnchor === fragment) found = true;
@@ -649,7 +649,7 @@ function inlineLocalRefs(schema: JsonObject, doc: JsonValue, depth = 0): JsonObj
     if (Array.isArray(v)) return v.map((x) => visit(x, d));
     if (!isObject(v)) return v;
     if (typeof v.$ref === 'string' && v.$ref.startsWith('#/') && d < 16) {
-      const target = valueAt(doc, decodeURIComponent(v.$ref.slice(1)));
+      const target = resolvePointer(doc, decodeURIComponent(v.$ref.slice(1)));
       if (target !== undefined) {
         const rest = Object.fromEntries(Object.entries(v).filter(([k]) => k !== '$ref'));
         const resolved = visit(target, d + 1);

@@ -1,10 +1,10 @@
 // Projections and their inference, computed from a collection's read schema the way Flow builds them:
 // every property by name (nested ones as `a/b`), `flow_document` for the root, `flow_published_at` for
 // /_meta/uuid, then the explicit projections (logical partitions flagged), key locations flagged.
+import { escapePointerToken } from '@sluice/runtime';
 import type { Inference, Projection } from '@sluice/runtime';
 import { ALL_TYPES, locate } from './shape.ts';
 import type { Shape } from './shape.ts';
-import { escapePointer } from './source-file.ts';
 
 export interface ExplicitProjection { field: string; ptr: string; partition: boolean }
 
@@ -23,7 +23,7 @@ export function buildProjections(shape: Shape, key: string[], explicit: Explicit
 
   const walk = (s: Shape, ptr: string, field: string, depth: number) => {
     for (const name of [...s.properties.keys()].sort()) {
-      const childPtr = `${ptr}/${escapePointer(name)}`;
+      const childPtr = `${ptr}/${escapePointerToken(name)}`;
       const childField = field === '' ? name : `${field}/${name}`;
       if (childPtr === '/_meta/uuid') continue; // projected as flow_published_at
       const child = s.properties.get(name)!.shape;

@@ -34,16 +34,11 @@ export function combineByKey(schema: JsonSchema, key: string[], docs: JsonObject
   const r = createReducer(schema);
   const groups = new Map<string, JsonValue>();
   for (const doc of docs) {
-    const k = JSON.stringify(key.map((ptr) => valueAt(doc, ptr) ?? null));
+    const k = JSON.stringify(key.map((ptr) => resolvePointer(doc, ptr) ?? null));
     const prev = groups.get(k);
     groups.set(k, prev === undefined ? structuredClone(doc) : r.reduce(prev, doc));
   }
   return [...groups.values()] as JsonObject[];
-}
-
-/** The value at a JSON pointer, or undefined when absent (the runtime's one resolver). */
-export function valueAt(doc: JsonValue, ptr: string): JsonValue | undefined {
-  return resolvePointer(doc, ptr);
 }
 
 function reduceAt(shape: Shape, lhs: JsonValue, rhs: JsonValue): JsonValue {

@@ -13,6 +13,7 @@
 //   remote `http(s)` schemas are not fetched.
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { escapePointerToken } from '@sluice/runtime';
 import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import { isObject } from './shape.ts';
 
@@ -34,7 +35,7 @@ function refsIn(value: JsonValue, at: string, out: { at: string; holder: JsonObj
     value.forEach((v, i) => refsIn(v, `${at}/${i}`, out));
   } else if (isObject(value)) {
     if (typeof value.$ref === 'string') out.push({ at, holder: value, ref: value.$ref });
-    for (const [k, v] of Object.entries(value)) if (k !== 'const' && k !== 'enum' && k !== 'default' && k !== 'examples') refsIn(v, `${at}/${k.replaceAll('~', '~0').replaceAll('/', '~1')}`, out);
+    for (const [k, v] of Object.entries(value)) if (k !== 'const' && k !== 'enum' && k !== 'default' && k !== 'examples') refsIn(v, `${at}/${escapePointerToken(k)}`, out);
   }
 }
 

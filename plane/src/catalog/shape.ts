@@ -3,8 +3,8 @@
 // inference, key checks and reductions are all computed from shapes. Handles type, const, enum,
 // properties, required, additionalProperties, items/prefixItems, allOf (intersection), anyOf/oneOf
 // (union) and local $ref. Anything else leaves a location unconstrained, which is the safe answer.
+import { parsePointer, unescapePointerToken } from '@sluice/runtime';
 import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
-import { unescapePointer } from './source-file.ts';
 
 export const ALL_TYPES = ['array', 'boolean', 'integer', 'null', 'number', 'object', 'string'] as const;
 
@@ -138,7 +138,7 @@ export function resolveLocalRef(root: JsonSchema, ref: string): JsonSchema | und
   if (ref === '#') return root;
   if (!ref.startsWith('#/')) return undefined;
   let cur: JsonValue = root;
-  for (const seg of ref.slice(2).split('/').map((x) => unescapePointer(decodeURIComponent(x)))) {
+  for (const seg of ref.slice(2).split('/').map((x) => unescapePointerToken(decodeURIComponent(x)))) {
     if (isObject(cur)) cur = cur[seg] as JsonValue;
     else if (Array.isArray(cur)) cur = cur[Number(seg)] as JsonValue;
     else return undefined;
@@ -228,7 +228,7 @@ export function locate(root: Shape, pointer: string): { shape: Shape; exists: 'M
   let shape = root;
   let exists: 'MUST' | 'MAY' | 'CANNOT' = root.types.size === 0 ? 'CANNOT' : 'MUST';
   if (pointer === '') return { shape, exists };
-  for (const seg of pointer.slice(1).split('/').map(unescapePointer)) {
+  for (const seg of parsePointer(pointer)) {
     const canObject = shape.types.has('object');
     const canArray = shape.types.has('array') && /^(0|[1-9][0-9]*)$/.test(seg);
     if (!canObject && !canArray) return { shape: neverShape(), exists: 'CANNOT' };

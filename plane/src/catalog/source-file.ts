@@ -10,6 +10,7 @@
 import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import jsYaml from 'js-yaml';
+import { parsePointer } from '@sluice/runtime';
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
 import type { Document, Node as YamlNode } from 'yaml';
 import type { JsonValue } from '@sluice/runtime';
@@ -114,7 +115,7 @@ export class SourceFile {
       this.#doc = doc;
       this.#lines = lines;
     }
-    const segments = pointer === '' ? [] : pointer.slice(1).split('/').map(unescapePointer);
+    const segments = parsePointer(pointer);
     let node: unknown = this.#doc.contents;
     let keyNode: unknown = null;
     for (const seg of segments) {
@@ -184,18 +185,6 @@ export async function readSourceText(path: string, from?: { file: string; pointe
   } finally {
     await handle.close();
   }
-}
-
-export function unescapePointer(seg: string): string {
-  return seg.replace(/~1/g, '/').replace(/~0/g, '~');
-}
-
-export function escapePointer(seg: string): string {
-  return seg.replace(/~/g, '~0').replace(/\//g, '~1');
-}
-
-export function pointerOf(...segments: (string | number)[]): string {
-  return segments.map((s) => '/' + escapePointer(String(s))).join('');
 }
 
 function firstLine(s: string): string {

@@ -12,6 +12,7 @@
 // /ingest or whose media type is not application/json gets the legacy ingester's 404
 // "404 page not found" (text), as its router answered.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { escapePointerToken } from '@sluice/runtime';
 import type { JsonValue } from '@sluice/runtime';
 import { headerJson, type CommitResult, type JournalStore, type JournalTx } from '../journals/store.ts';
 import { DocumentError, type CollectionWriter, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
@@ -51,10 +52,6 @@ function unknownCollection(name: string): IngestError {
   return new IngestError(`fetching specification for ${JSON.stringify(name)}: not found (no collection of that name in the catalog)`);
 }
 
-function pointerToken(key: string | number): string {
-  return String(key).replace(/~/g, '~0').replace(/\//g, '~1');
-}
-
 /**
  * The pointer of the first number that is not finite (`1e400` parses to Infinity and would be stored
  * as null), or null when every number is finite.
@@ -70,7 +67,7 @@ export function nonFinitePointer(value: JsonValue, at = ''): string | null {
     return null;
   }
   for (const k of Object.keys(value)) {
-    const p = nonFinitePointer(value[k]!, `${at}/${pointerToken(k)}`);
+    const p = nonFinitePointer(value[k]!, `${at}/${escapePointerToken(String(k))}`);
     if (p !== null) return p;
   }
   return null;

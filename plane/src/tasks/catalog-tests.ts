@@ -5,8 +5,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { escapePointerToken, resolvePointer } from '@sluice/runtime';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
-import { combineByKey, valueAt } from '../catalog/reduce.ts';
+import { combineByKey } from '../catalog/reduce.ts';
 import type { Catalog, TestDef } from '../catalog/types.ts';
 import { ingestDocuments } from '../ingest/ingest.ts';
 import { JournalStore } from '../journals/store.ts';
@@ -32,7 +33,7 @@ export function mismatchAt(expected: JsonValue, actual: JsonValue | undefined, a
   if (expected !== null && typeof expected === 'object' && !Array.isArray(expected)) {
     if (actual === null || typeof actual !== 'object' || Array.isArray(actual)) return at || '/';
     for (const [k, v] of Object.entries(expected)) {
-      const m = mismatchAt(v, (actual as JsonObject)[k], `${at}/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`);
+      const m = mismatchAt(v, (actual as JsonObject)[k], `${at}/${escapePointerToken(k)}`);
       if (m !== undefined) return m;
     }
     return undefined;
@@ -79,7 +80,7 @@ export function runCatalogTest(catalog: Catalog, def: TestDef): TestOutcome {
       const actual = combineByKey(coll.spec.readSchema ?? coll.spec.writeSchema ?? true, key, docs);
       actual.sort((a, b) => {
         for (const ptr of key) {
-          const c = compareValues(valueAt(a, ptr), valueAt(b, ptr));
+          const c = compareValues(resolvePointer(a, ptr), resolvePointer(b, ptr));
           if (c !== 0) return c;
         }
         return 0;
@@ -90,8 +91,8 @@ export function runCatalogTest(catalog: Catalog, def: TestDef): TestOutcome {
         if (got === undefined) return { name: def.name, passing: false, error: `${where}: expected ${documents.length} document(s) but the collection has ${actual.length}; document ${n} ${JSON.stringify(expected)} is missing` };
         const at = mismatchAt(expected, got);
         if (at !== undefined) {
-          const keyOf = JSON.stringify(key.map((p) => valueAt(got, p) ?? null));
-          return { name: def.name, passing: false, error: `${where}: document ${n} (key ${keyOf}) differs at ${at}: expected ${JSON.stringify(valueAt(expected, at === '/' ? '' : at) ?? null)}, found ${JSON.stringify(valueAt(got, at === '/' ? '' : at) ?? null)}` };
+          const keyOf = JSON.stringify(key.map((p) => resolvePointer(got, p) ?? null));
+          return { name: def.name, passing: false, error: `${where}: document ${n} (key ${keyOf}) differs at ${at}: expected ${JSON.stringify(resolvePointer(expected, at === '/' ? '' : at) ?? null)}, found ${JSON.stringify(resolvePointer(got, at === '/' ? '' : at) ?? null)}` };
         }
       }
       if (actual.length > documents.length) {

@@ -9,7 +9,8 @@ import type {
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { CaptureSpec, ConnectorState, JsonObject, JsonValue } from '../protocol/specs.ts';
 import { AsyncQueue } from './async-queue.ts';
-import { ConnectorSchemas, resolvePointer } from './config.ts';
+import { ConnectorSchemas } from './config.ts';
+import { resolvePointer } from '../protocol/json-pointer.ts';
 import {
   INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,

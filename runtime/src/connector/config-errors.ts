@@ -13,7 +13,7 @@
 // discriminator value, which is a selector.
 import type { ErrorObject } from 'ajv';
 import type { JsonObject, JsonSchema, JsonValue } from '../protocol/specs.ts';
-import { escapePointerToken, resolvePointer } from './json-pointer.ts';
+import { escapePointerToken, resolvePointer, unescapePointerToken } from '../protocol/json-pointer.ts';
 
 /** One problem: where (a JSON pointer into the value) and what. `key` when it is about the member's name. */
 export interface ConfigProblem {
@@ -208,7 +208,7 @@ export function reduceUnionErrors(root: JsonSchema, data: JsonValue | undefined,
         continue;
       }
       dropAll();
-      const noun = u.instancePath === '' ? d : (u.instancePath.split('/').pop() ?? d).replaceAll('~1', '/').replaceAll('~0', '~');
+      const noun = u.instancePath === '' ? d : unescapePointerToken(u.instancePath.split('/').pop() ?? d);
       const shown = typeof tag === 'string' && tag.length <= 40 ? JSON.stringify(tag) : `(a ${jsonType(tag)})`;
       const names = allowed.map((x) => JSON.stringify(x));
       const near = typeof tag === 'string' ? closestName(tag, allowed.filter((x): x is string => typeof x === 'string')) : undefined;

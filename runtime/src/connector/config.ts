@@ -12,7 +12,6 @@ import { explainConfig, formatConfigProblem } from './config-errors.ts';
 import type { ExplainOptions } from './config-errors.ts';
 import { ValidatorCache, validatorCacheDir } from './validator-cache.ts';
 
-export { escapePointerToken, resolvePointer } from './json-pointer.ts';
 export { closestName, explainConfig, formatConfigProblem, reduceUnionErrors, unknownKeyProblems, IAM_INJECTED_KEYS } from './config-errors.ts';
 export type { ConfigProblem, ExplainOptions } from './config-errors.ts';
 export { ValidatorCache, validatorCacheDir, untrustedDir } from './validator-cache.ts';

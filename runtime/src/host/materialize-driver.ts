@@ -16,7 +16,8 @@
 // `disableLoadOptimization`. Deletions (`_meta/op = "d"`) are stored with `delete: true`; the
 // connector's hardDelete setting decides what that does.
 import { ProtocolError } from '../errors.ts';
-import { FULL_RANGE, parseDocument, pointerResolver, stringifyDocument } from '../protocol/documents.ts';
+import { FULL_RANGE, parseDocument, stringifyDocument } from '../protocol/documents.ts';
+import { pointerResolver } from '../protocol/json-pointer.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { createPacker, type Packer } from '../protocol/pack.ts';
 import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec, RuntimeCheckpoint } from '../protocol/specs.ts';

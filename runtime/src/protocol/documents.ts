@@ -6,8 +6,7 @@
 // writes bigints back as their digits (JSON.rawJSON). Values holding bigints are typed JsonValue
 // throughout (a bigint is a JSON number that JavaScript's number cannot hold).
 //
-// Also here, owned by the runtime for every host-side caller: the one JSON-pointer resolver and
-// setter, and the full key/r-clock range of a single-shard task.
+// Also here: the full key/r-clock range of a single-shard task. JSON pointers are json-pointer.ts.
 import type { JsonObject, JsonValue } from './specs.ts';
 
 /** The whole key and r-clock space: the one shard of a local task (`open.range`). */
@@ -75,66 +74,6 @@ export function withoutBigints(value: JsonValue): JsonValue {
   const out: JsonObject = {};
   for (const k in value) out[k] = withoutBigints(value[k]!);
   return out;
-}
-
-// ---- JSON pointers (RFC 6901) -------------------------------------------------------------------------
-
-/** The tokens of a pointer, unescaped. Throws for a non-empty pointer without a leading "/". */
-export function parsePointer(ptr: string): string[] {
-  if (ptr === '') return [];
-  if (!ptr.startsWith('/')) throw new Error(`JSON pointer must start with "/": ${JSON.stringify(ptr)}`);
-  return ptr.slice(1).split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
-}
-
-const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
-
-/** Resolves a JSON pointer in a JSON value; undefined when any step is absent. */
-export function resolvePointer(doc: JsonValue | undefined, pointer: string): JsonValue | undefined {
-  if (pointer === '') return doc;
-  if (!pointer.startsWith('/')) return undefined;
-  let node = doc;
-  for (const raw of pointer.slice(1).split('/')) {
-    const token = raw.includes('~') ? raw.replaceAll('~1', '/').replaceAll('~0', '~') : raw;
-    if (Array.isArray(node)) {
-      if (!ARRAY_INDEX.test(token)) return undefined;
-      node = node[Number(token)];
-    } else if (typeof node === 'object' && node !== null) {
-      node = Object.hasOwn(node, token) ? node[token] : undefined;
-    } else {
-      return undefined;
-    }
-    if (node === undefined) return undefined;
-  }
-  return node;
-}
-
-/** A resolver compiled once for a pointer (the hot path of key and value extraction). */
-export function pointerResolver(pointer: string): (doc: JsonValue | undefined) => JsonValue | undefined {
-  const tokens = parsePointer(pointer);
-  if (tokens.length === 1 && !ARRAY_INDEX.test(tokens[0]!)) {
-    const t = tokens[0]!;
-    return (doc) => (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && Object.hasOwn(doc, t) ? doc[t] : undefined);
-  }
-  return (doc) => resolvePointer(doc, pointer);
-}
-
-/** Sets the value at `ptr`, creating (or replacing non-object) intermediate objects. */
-export function setPointer(doc: JsonObject, ptr: string, value: JsonValue): void {
-  const tokens = parsePointer(ptr);
-  const last = tokens.pop();
-  if (last === undefined) throw new Error('cannot set the document root');
-  let cur: JsonObject = doc;
-  for (const t of tokens) {
-    const next = cur[t];
-    if (next === null || typeof next !== 'object' || Array.isArray(next)) {
-      const created: JsonObject = {};
-      cur[t] = created;
-      cur = created;
-    } else {
-      cur = next;
-    }
-  }
-  cur[last] = value;
 }
 
 // ---- Splicing a member into document text -------------------------------------------------------------

@@ -4,7 +4,8 @@
 // as bigints (documents.ts) and pack exactly; `flow_published_at` is the time of `/_meta/uuid`.
 import type { CollectionSpec, FieldSelection, JsonValue, Projection } from './specs.ts';
 import { packTuple, type TupleValue } from './tuple.ts';
-import { pointerResolver, stringifyDocument } from './documents.ts';
+import { stringifyDocument } from './documents.ts';
+import { pointerResolver } from './json-pointer.ts';
 import { uuidTime } from './uuid.ts';
 
 export interface Packer {
