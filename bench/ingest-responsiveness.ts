@@ -1,10 +1,11 @@
 // Ingest responsiveness (#17.6): while one large /ingest request is being processed by `sluice serve`
 // (the real bin, its own process), a small ingest and an API call (openapi.json) are sent every 50 ms;
 // their latencies are compared with the same calls on the idle plane in the same run, and the serve
-// process's peak RSS (VmHWM) is read from /proc. Two large requests:
+// process's peak RSS (VmHWM) is read from /proc. Three large requests:
 //   flood   58 MB, 3.5M tiny documents — over the 100,000-document cap, so it ends in a 413, but the
 //           body is still scanned as it arrives and then read to its end
-//   wide    58 MB, 100,000 documents of ~580 bytes — accepted, validated and committed
+//   wide    58 MB, 100,000 documents of ~580 bytes — accepted, validated, staged and committed
+//   few     58 MB, 10 documents of 5.8 MB — accepted (each document is parsed in one step)
 // Targets: small ingest and API < 500 ms while either runs; peak RSS < 400 MB.
 //   npx node bench/ingest-responsiveness.ts
 import { spawn } from 'node:child_process';
@@ -89,6 +90,7 @@ let verdict = true;
 for (const [name, build] of [
   ['flood', () => Buffer.from(`{"bench/events": [${Array.from({ length: 3_500_000 }, (_, i) => `{"id":${i}}`).join(',')}]}`)],
   ['wide', () => Buffer.from(`{"bench/events": [${Array.from({ length: 100_000 }, (_, i) => JSON.stringify({ id: 10_000_000 + i, pad: 'x'.repeat(560) })).join(',')}]}`)],
+  ['few', () => Buffer.from(`{"bench/events": [${Array.from({ length: 10 }, (_, i) => JSON.stringify({ id: 20_000_000 + i, pad: 'y'.repeat(5_800_000) })).join(',')}]}`)],
 ] as const) {
   const body = build();
   const big = send(ingestPort, 'POST', '/ingest', body);

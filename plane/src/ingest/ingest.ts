@@ -1,10 +1,13 @@
 // The ingester: `PUT`/`POST /ingest` with `Content-Type: application/json` (parameters allowed; the
 // charset, when given, must be UTF-8) and a body `{"<collection>": [doc, …], …}`. The body is read in
 // chunks by an incremental scanner (body-scanner.ts): each document is parsed from its own bytes,
-// checked (finite numbers, nesting depth) and validated against its collection's write schema as it
-// arrives, with a yield to the event loop whenever a step has run for a few milliseconds, so one large
-// request never stalls other requests. Nothing is written until every document is valid; then all
-// are appended in ONE journal-store transaction, so a request is all or nothing.
+// checked (finite numbers, nesting depth), validated against its collection's write schema and staged
+// — its journal line encoded into per-journal buffers — as it arrives, with a yield to the event loop
+// whenever a step has run for a few milliseconds, so one large request never stalls other requests and
+// memory holds a few MB of the request's bytes, not its parsed documents: beyond SPILL_BYTES, the lines
+// are staged in the journal store (invisible to readers) as they come. Nothing is visible until every
+// document is valid; then all are appended in ONE journal-store transaction (pointing at what was
+// staged, so it writes little), so a request is all or nothing; a failed one discards what it staged.
 // Success: 200 `{"Offsets": {journal: head}, "SQLite": {cluster_id, member_id, revision, raft_term}}`
 // (the second member names the store actually used; see journals/store.ts for the four integers).
 // Errors: JSON `{"status": <code>, "error": "<message>"}` like the API (400 bad input, 413 over a limit,
@@ -14,6 +17,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { escapePointerToken } from '@sluice/runtime';
 import type { JsonValue } from '@sluice/runtime';
+import type { PartitionLabels } from '../journals/names.ts';
 import { headerJson, type CommitResult, type JournalStore, type JournalTx } from '../journals/store.ts';
 import { DocumentError, type CollectionWriter, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
 import { decodeUtf8, IngestBodyScanner, IngestError } from './body-scanner.ts';
@@ -43,9 +47,129 @@ const SLICE_MS = 8;
 /** Chunks are scanned in pieces of at most this many bytes, so a slice never runs long. */
 const PIECE_BYTES = 8 * 1024;
 
-/** A validated request, ready to append. */
+/**
+ * Most bytes of one buffer of a request's lines (one fragment once committed). Smaller than the store's
+ * FRAGMENT_BYTES: staging one piece is a transaction of its own (write, fsync, checkpoint) run on the
+ * event loop, and 1 MiB keeps that short.
+ */
+export const PIECE_LINE_BYTES = 1024 * 1024;
+
+/** A piece of a journal's lines already written to the store with JournalStore.stage(). */
+interface StoredPiece { id: number; bytes: number }
+
+/**
+ * One journal's lines from one request, encoded (UTF-8, newline-terminated) as documents arrive, in
+ * the slices that yield: the synchronous commit only inserts them. The lines are held in buffers of at
+ * most PIECE_LINE_BYTES, or — for a large request — already staged in the store (StoredPiece).
+ */
+export class StagedJournal {
+  readonly journal: string;
+  readonly collection: string;
+  readonly labels: PartitionLabels;
+  /** Sealed buffers and stored pieces, in order. */
+  readonly parts: (Buffer | StoredPiece)[] = [];
+  #buf: Buffer | undefined;
+  #len = 0;
+
+  constructor(journal: string, collection: string, labels: PartitionLabels) {
+    this.journal = journal;
+    this.collection = collection;
+    this.labels = labels;
+  }
+
+  /** Bytes held in memory (the current buffer's capacity and the sealed buffers). */
+  memory(): number {
+    let n = this.#buf?.length ?? 0;
+    for (const p of this.parts) if (Buffer.isBuffer(p)) n += p.length;
+    return n;
+  }
+
+  add(json: string): void {
+    const n = Buffer.byteLength(json, 'utf8') + 1;
+    if (this.#len > 0 && this.#len + n > PIECE_LINE_BYTES) this.seal();
+    const free = this.#buf === undefined ? 0 : this.#buf.length - this.#len;
+    if (free < n) {
+      // Grow by doubling up to a fragment (a small request stays small); a longer line gets its own size.
+      const size = Math.max(this.#len + n, Math.min(PIECE_LINE_BYTES, Math.max(16 * 1024, 2 * (this.#buf?.length ?? 0))));
+      const next = Buffer.allocUnsafe(size);
+      if (this.#buf !== undefined) this.#buf.copy(next, 0, 0, this.#len);
+      this.#buf = next;
+    }
+    const buf = this.#buf!;
+    this.#len += buf.write(json, this.#len, 'utf8');
+    buf[this.#len++] = 0x0a;
+  }
+
+  /** Ends the current buffer (the next line starts a new one). */
+  seal(): void {
+    if (this.#buf === undefined || this.#len === 0) return;
+    // A buffer much larger than its content is copied down, so unused capacity is not held to commit.
+    this.parts.push(this.#len * 2 < this.#buf.length ? Buffer.from(this.#buf.subarray(0, this.#len)) : this.#buf.subarray(0, this.#len));
+    this.#buf = undefined;
+    this.#len = 0;
+  }
+}
+
+/** A validated request, ready to append: its journals in the order the request first wrote each. */
 export interface PreparedIngest {
-  collections: { name: string; docs: PreparedDoc[] }[];
+  journals: StagedJournal[];
+}
+
+/** Bytes of encoded lines a request may hold in memory before it stages them in the store. */
+export const SPILL_BYTES = 4 * 1024 * 1024;
+
+/** Collects prepared documents by journal. */
+class Stager {
+  readonly #byJournal = new Map<string, StagedJournal>();
+  #memory = 0;
+
+  add(collection: string, doc: PreparedDoc): void {
+    let staged = this.#byJournal.get(doc.journal);
+    if (staged === undefined) {
+      staged = new StagedJournal(doc.journal, collection, doc.labels);
+      this.#byJournal.set(doc.journal, staged);
+    }
+    staged.add(doc.json);
+    this.#memory += doc.json.length + 1; // an estimate (UTF-16 units); spill() measures
+  }
+
+  /** True when the request holds enough lines in memory that they should go to the store. */
+  mustSpill(): boolean {
+    return this.#memory > SPILL_BYTES && [...this.#byJournal.values()].reduce((n, j) => n + j.memory(), 0) > SPILL_BYTES;
+  }
+
+  /**
+   * Stages every buffer in the store (a transaction each, yielding between them), so the request holds
+   * little in memory and its commit little to write.
+   */
+  async spill(store: JournalStore, pause: () => Promise<void>): Promise<void> {
+    for (const j of this.#byJournal.values()) {
+      j.seal();
+      for (let i = 0; i < j.parts.length; i++) {
+        const p = j.parts[i]!;
+        if (!Buffer.isBuffer(p)) continue;
+        j.parts[i] = { id: store.stage(p), bytes: p.length };
+        await pause();
+      }
+    }
+    this.#memory = 0;
+  }
+
+  done(): PreparedIngest {
+    for (const j of this.#byJournal.values()) j.seal();
+    return { journals: [...this.#byJournal.values()] };
+  }
+}
+
+/** Discards what a request that failed had staged in the store (yielding between pieces). */
+export async function discardPrepared(store: JournalStore, journals: Iterable<StagedJournal>): Promise<void> {
+  for (const j of journals) {
+    for (const p of j.parts) {
+      if (Buffer.isBuffer(p)) continue;
+      store.discardStaged(p.id);
+      await yieldToEventLoop();
+    }
+  }
 }
 
 function unknownCollection(name: string): IngestError {
@@ -99,14 +223,14 @@ export function prepareIngest(writers: CollectionWriters, body: unknown): Prepar
   if (body === null || typeof body !== 'object' || Array.isArray(body)) {
     throw new IngestError('request body must be a JSON object mapping collection names to arrays of documents');
   }
-  const collections: PreparedIngest['collections'] = [];
+  const stager = new Stager();
   for (const [collection, docs] of Object.entries(body as Record<string, unknown>)) {
     const writer = writers.get(collection);
     if (writer === undefined) throw unknownCollection(collection);
     if (!Array.isArray(docs)) throw new IngestError(`ingestion of collection ${JSON.stringify(collection)}: expected an array of documents, got ${docs === null ? 'null' : typeof docs}`);
-    collections.push({ name: collection, docs: docs.map((doc: JsonValue, index) => prepareOne(writer, collection, index, doc)) });
+    docs.forEach((doc: JsonValue, index) => stager.add(collection, prepareOne(writer, collection, index, doc)));
   }
-  return { collections };
+  return stager.done();
 }
 
 function yieldToEventLoop(): Promise<void> {
@@ -114,23 +238,29 @@ function yieldToEventLoop(): Promise<void> {
 }
 
 /**
- * Reads, scans, parses and validates a request body in bounded steps. Throws IngestError on bad input
- * or a limit; the caller must still drain the request when it throws before the body's end.
+ * Reads, scans, parses, validates and encodes a request body in bounded steps that yield to the event
+ * loop. With a store, lines beyond SPILL_BYTES are staged in it as they come, so memory holds at most
+ * about SPILL_BYTES of the request (plus one document); the caller commits the result or, if it fails,
+ * discards it (discardPrepared). Throws IngestError on bad input or a limit, having discarded what it
+ * staged; the caller must still drain the request when it throws before the body's end.
  */
-export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, writers: CollectionWriters, limits: IngestLimits = DEFAULT_INGEST_LIMITS): Promise<PreparedIngest> {
-  const byName = new Map<string, { writer: CollectionWriter; docs: PreparedDoc[] }>();
-  let current: { writer: CollectionWriter; docs: PreparedDoc[] } | undefined;
+export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, writers: CollectionWriters, limits: IngestLimits = DEFAULT_INGEST_LIMITS, store?: JournalStore): Promise<PreparedIngest> {
+  const stager = new Stager();
+  try {
+    return await scanInto(stager, body, writers, limits, store);
+  } catch (err) {
+    if (store !== undefined) await discardPrepared(store, stager.done().journals);
+    throw err;
+  }
+}
+
+async function scanInto(stager: Stager, body: AsyncIterable<Uint8Array>, writers: CollectionWriters, limits: IngestLimits, store: JournalStore | undefined): Promise<PreparedIngest> {
+  let current: CollectionWriter | undefined;
   let count = 0;
   const scanner = new IngestBodyScanner({
     collection(name) {
-      let entry = byName.get(name);
-      if (entry === undefined) {
-        const writer = writers.get(name);
-        if (writer === undefined) throw unknownCollection(name);
-        entry = { writer, docs: [] };
-        byName.set(name, entry);
-      }
-      current = entry;
+      current = writers.get(name);
+      if (current === undefined) throw unknownCollection(name);
     },
     document(d) {
       if (++count > limits.maxDocuments) {
@@ -146,35 +276,37 @@ export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, write
       }
       // A journal line has no raw newline; in valid JSON one can only be whitespace, so it becomes a space.
       const line = text.includes('\n') || text.includes('\r') ? text.replace(/[\r\n]/g, ' ') : text;
-      current!.docs.push(prepareOne(current!.writer, d.collection, d.index, doc, d.mayHaveHugeNumber, line));
+      stager.add(d.collection, prepareOne(current!, d.collection, d.index, doc, d.mayHaveHugeNumber, line));
     },
   }, { maxDepth: limits.maxDepth });
 
   let size = 0;
   let sliceStart = performance.now();
+  const pause = async () => {
+    await yieldToEventLoop();
+    sliceStart = performance.now();
+  };
   for await (const chunk of body) {
     size += chunk.length;
     if (size > limits.maxBodyBytes) throw new IngestError(`request body exceeds ${limits.maxBodyBytes} bytes; split it into several requests`, 413);
     for (let at = 0; at < chunk.length; at += PIECE_BYTES) {
       scanner.push(at === 0 && chunk.length <= PIECE_BYTES ? chunk : chunk.subarray(at, at + PIECE_BYTES));
-      if (performance.now() - sliceStart >= SLICE_MS) {
-        await yieldToEventLoop();
-        sliceStart = performance.now();
-      }
+      if (performance.now() - sliceStart >= SLICE_MS) await pause();
+      if (store !== undefined && stager.mustSpill()) await stager.spill(store, pause);
     }
   }
   scanner.end();
-  return { collections: [...byName].map(([name, e]) => ({ name, docs: e.docs })) };
+  return stager.done();
 }
 
 function appendPrepared(tx: JournalTx, writers: CollectionWriters, prepared: PreparedIngest, touched: Set<string>): void {
-  for (const { name, docs } of prepared.collections) {
-    const writer = writers.get(name);
-    if (writer === undefined) throw new IngestError(`collection ${JSON.stringify(name)} was removed while ingesting`);
-    for (const d of docs) {
-      writer.append(tx, d);
-      touched.add(d.journal);
+  for (const j of prepared.journals) {
+    if (writers.get(j.collection) === undefined) throw new IngestError(`collection ${JSON.stringify(j.collection)} was removed while ingesting`);
+    for (const p of j.parts) {
+      if (Buffer.isBuffer(p)) tx.appendBytes(j.journal, j.collection, j.labels, p);
+      else tx.appendStaged(j.journal, j.collection, j.labels, p.id, p.bytes);
     }
+    touched.add(j.journal);
   }
 }
 
@@ -280,13 +412,16 @@ export function createIngestHandler(deps: { store: () => JournalStore; writers: 
       sendIngestError(res, 415, `unsupported charset ${JSON.stringify(type.charset)}: the ingester reads UTF-8 only; send the body as UTF-8 with Content-Type: application/json (or application/json; charset=utf-8)`);
       return true;
     }
+    let prepared: PreparedIngest | undefined;
     try {
       // A failed request keeps its stream (destroyOnReturn: false) so the rest can be drained and answered.
-      const prepared = await prepareIngestStream(req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>, deps.writers(), limits);
+      prepared = await prepareIngestStream(req.iterator({ destroyOnReturn: false }) as AsyncIterable<Uint8Array>, deps.writers(), limits, deps.store());
       const json = ingestResponseJson(await committer.submit(prepared));
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(json) });
       res.end(json);
     } catch (err) {
+      // A commit that failed leaves what the request staged unreferenced.
+      if (prepared !== undefined) await discardPrepared(deps.store(), prepared.journals).catch(() => undefined);
       const known = err instanceof IngestError;
       if (!known) deps.log?.(`ingest: internal error: ${(err as Error).stack ?? String(err)}`);
       const status = known ? err.status : 500;

@@ -6,6 +6,11 @@
 // One commit, spanning any number of journals plus task state, is one database transaction
 // (BEGIN IMMEDIATE … COMMIT), so readers never see part of a commit and kill -9 loses or repeats nothing.
 // Reads by offset range find the fragment holding the offset (an index on (journal, begin)).
+// A large ingest request stages its bytes before its commit (stage(): each piece its own short
+// transaction, so writing 60 MB never holds the event loop or the write lock for long) into
+// `fragment_data`, invisible to readers; its commit then only adds fragment rows that point at the staged
+// pieces (`data_id`), so it stays all-or-nothing and quick. Staged pieces no fragment points at are
+// garbage: discarded by the request that failed, or swept when the store is opened.
 //
 // The coordination header returned with a commit ("SQLite" in ingest responses) is derived as:
 //   cluster_id  a random uint64 chosen when the store file is created (persisted)
@@ -53,13 +58,24 @@ export interface CommitResult {
 export interface JournalTx {
   /** Appends one document (its JSON text, no trailing newline); returns the journal's new head. */
   append(journal: string, collection: string, labels: PartitionLabels, json: string): number;
+  /**
+   * Appends whole lines already encoded (UTF-8, each ending with "\n"), as staged by the ingester so
+   * a large request's encoding is done before — not inside — the synchronous commit; returns the new head.
+   */
+  appendBytes(journal: string, collection: string, labels: PartitionLabels, data: Buffer): number;
+  /**
+   * Appends lines staged earlier with JournalStore.stage() (`bytes` long): the fragment points at the
+   * staged piece, nothing is copied. Throws if the piece is not there with that length.
+   */
+  appendStaged(journal: string, collection: string, labels: PartitionLabels, id: number, bytes: number): number;
   /** Sets (or, with undefined, deletes) a state value under `key`, atomically with the appends. */
   setState(key: string, value: JsonValue | undefined): void;
 }
 
 interface Fragment { id: number; begin: number; end: number; data: Buffer }
 
-interface JournalRow { id: number; head: number; lines: string[]; bytes: number; begin: number }
+// A journal's pending writes in a commit: lines (strings) or encoded chunks, never both at once.
+interface JournalRow { id: number; head: number; lines: string[]; chunks: Buffer[]; bytes: number; begin: number }
 
 /** Most bytes of one fragment row (a commit writes a journal's lines as one or more fragments). */
 export const FRAGMENT_BYTES = 4 * 1024 * 1024;
@@ -69,7 +85,7 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
   readonly #recentFragments: Fragment[] = [];
 
@@ -88,15 +104,26 @@ export class JournalStore {
         id INTEGER PRIMARY KEY, journal INTEGER NOT NULL REFERENCES journals (id),
         begin_offset INTEGER NOT NULL, end_offset INTEGER NOT NULL, data BLOB NOT NULL);
       CREATE UNIQUE INDEX IF NOT EXISTS fragments_by_offset ON fragments (journal, begin_offset);
+      CREATE TABLE IF NOT EXISTS fragment_data (id INTEGER PRIMARY KEY, data BLOB NOT NULL);
       CREATE TABLE IF NOT EXISTS states (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
     `);
+    // Stores created before staging get the column that points a fragment at a staged piece.
+    const columns = this.#db.prepare('PRAGMA table_info(fragments)').all() as { name: string }[];
+    if (!columns.some((c) => c.name === 'data_id')) this.#db.exec('ALTER TABLE fragments ADD COLUMN data_id INTEGER');
+    this.#db.exec('CREATE INDEX IF NOT EXISTS fragments_by_data ON fragments (data_id) WHERE data_id IS NOT NULL');
     const s = (sql: string) => this.#db.prepare(sql);
     this.#stmts = {
       journalByName: s('SELECT id, head FROM journals WHERE name = ?'),
       insertJournal: s('INSERT INTO journals (name, collection, labels, head) VALUES (?, ?, ?, 0) RETURNING id'),
       setHead: s('UPDATE journals SET head = ? WHERE id = ?'),
       insertFragment: s('INSERT INTO fragments (journal, begin_offset, end_offset, data) VALUES (?, ?, ?, ?)'),
-      readFragment: s('SELECT begin_offset AS b, end_offset AS e, data AS d FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1'),
+      insertStagedFragment: s("INSERT INTO fragments (journal, begin_offset, end_offset, data, data_id) VALUES (?, ?, ?, X'', ?)"),
+      stage: s('INSERT INTO fragment_data (data) VALUES (?) RETURNING id'),
+      stagedLength: s('SELECT length(data) AS n FROM fragment_data WHERE id = ?'),
+      discardStaged: s('DELETE FROM fragment_data WHERE id = ? AND NOT EXISTS (SELECT 1 FROM fragments WHERE data_id = ?)'),
+      readFragment: s(`SELECT begin_offset AS b, end_offset AS e,
+        CASE WHEN data_id IS NULL THEN data ELSE (SELECT data FROM fragment_data WHERE id = data_id) END AS d
+        FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1`),
       getState: s('SELECT value FROM states WHERE key = ?'),
       setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       deleteState: s('DELETE FROM states WHERE key = ?'),
@@ -107,6 +134,8 @@ export class JournalStore {
     };
     this.#migrateDocRows();
     this.#write(() => {
+      // Pieces staged by requests that never committed (the process died first).
+      this.#db.exec('DELETE FROM fragment_data WHERE id NOT IN (SELECT data_id FROM fragments WHERE data_id IS NOT NULL)');
       if (this.#meta('cluster_id') === undefined) this.#setMeta('cluster_id', randomBytes(8).readBigUInt64BE().toString());
       this.#setMeta('raft_term', String(Number(this.#meta('raft_term') ?? '0') + 1));
       if (this.#meta('revision') === undefined) this.#setMeta('revision', '0');
@@ -139,29 +168,59 @@ export class JournalStore {
     this.#assertOpen();
     const touched = new Map<string, JournalRow>();
     const flush = (row: JournalRow) => {
-      if (row.lines.length === 0) return;
-      row.lines.push('');
-      this.#stmts.insertFragment.run(row.id, row.begin, row.head, Buffer.from(row.lines.join('\n'), 'utf8'));
+      if (row.lines.length === 0 && row.chunks.length === 0) return;
+      let data: Buffer;
+      if (row.lines.length > 0) {
+        row.lines.push('');
+        data = Buffer.from(row.lines.join('\n'), 'utf8');
+      } else {
+        data = row.chunks.length === 1 ? row.chunks[0]! : Buffer.concat(row.chunks);
+      }
+      this.#stmts.insertFragment.run(row.id, row.begin, row.head, data);
       row.lines = [];
+      row.chunks = [];
       row.bytes = 0;
       row.begin = row.head;
+    };
+    const rowOf = (journal: string, collection: string, labels: PartitionLabels): JournalRow => {
+      let row = touched.get(journal);
+      if (row === undefined) {
+        const found = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
+        const id = found?.id ?? Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id);
+        const head = found?.head ?? 0;
+        row = { id, head, lines: [], chunks: [], bytes: 0, begin: head };
+        touched.set(journal, row);
+      }
+      return row;
     };
     const result = this.#write(() => {
       const tx: JournalTx = {
         append: (journal, collection, labels, json) => {
-          let row = touched.get(journal);
-          if (row === undefined) {
-            const found = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
-            const id = found?.id ?? Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id);
-            const head = found?.head ?? 0;
-            row = { id, head, lines: [], bytes: 0, begin: head };
-            touched.set(journal, row);
-          }
+          const row = rowOf(journal, collection, labels);
           const n = Buffer.byteLength(json, 'utf8') + 1;
-          if (row.bytes > 0 && row.bytes + n > FRAGMENT_BYTES) flush(row);
+          if (row.chunks.length > 0 || (row.bytes > 0 && row.bytes + n > FRAGMENT_BYTES)) flush(row);
           row.lines.push(json);
           row.bytes += n;
           row.head += n;
+          return row.head;
+        },
+        appendBytes: (journal, collection, labels, data) => {
+          if (data.length === 0 || data[data.length - 1] !== 10) throw new Error(`journal ${journal}: appended bytes must be whole lines ending with a newline`);
+          const row = rowOf(journal, collection, labels);
+          if (row.lines.length > 0 || (row.bytes > 0 && row.bytes + data.length > FRAGMENT_BYTES)) flush(row);
+          row.chunks.push(data);
+          row.bytes += data.length;
+          row.head += data.length;
+          return row.head;
+        },
+        appendStaged: (journal, collection, labels, id, bytes) => {
+          const staged = this.#stmts.stagedLength.get(id) as { n: number } | undefined;
+          if (staged?.n !== bytes) throw new Error(`journal ${journal}: staged piece ${id} is ${staged === undefined ? 'missing' : `${staged.n} bytes, not ${bytes}`}`);
+          const row = rowOf(journal, collection, labels);
+          flush(row);
+          this.#stmts.insertStagedFragment.run(row.id, row.head, row.head + bytes, id);
+          row.head += bytes;
+          row.begin = row.head;
           return row.head;
         },
         setState: (key, value) => {
@@ -183,6 +242,28 @@ export class JournalStore {
     const header = this.header();
     if (touched.size > 0) this.#events.emit('commit', Object.keys(result));
     return { offsets: result, header };
+  }
+
+  /**
+   * Stages whole lines (UTF-8, each ending with a newline) for a later commit's appendStaged(), in a
+   * transaction of its own; returns the piece's id. Until a commit points at it, no reader sees it.
+   */
+  stage(data: Buffer): number {
+    this.#assertOpen();
+    if (data.length === 0 || data[data.length - 1] !== 10) throw new Error('staged bytes must be whole lines ending with a newline');
+    return this.#write(() => Number((this.#stmts.stage.get(data) as { id: number }).id));
+  }
+
+  /** Discards a staged piece no commit points at (a failed request's); a committed one is kept. */
+  discardStaged(id: number): void {
+    this.#assertOpen();
+    this.#write(() => this.#stmts.discardStaged.run(id, id));
+  }
+
+  /** How many staged pieces the store holds, committed or not (for tests and diagnostics). */
+  stagedPieces(): number {
+    this.#assertOpen();
+    return Number((this.#db.prepare('SELECT count(*) AS n FROM fragment_data').get() as { n: number }).n);
   }
 
   /** The committed head of a journal (0 if it was never written). */

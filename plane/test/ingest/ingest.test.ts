@@ -43,7 +43,29 @@ async function setup(t: { after: (fn: () => void | Promise<void>) => void }, lim
     assert.equal(parsed.status, status);
     return parsed.error;
   };
-  return { store, send, error };
+  /** Starts a request of `total` bytes, sending `first` now; `rest` sends the remainder. */
+  const open = (total: number, first: string) => {
+    let resolveRes!: (r: { status: number; body: string }) => void;
+    const response = new Promise<{ status: number; body: string }>((r) => { resolveRes = r; });
+    const req = request({ host: '127.0.0.1', port, path: '/ingest', method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': total } }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => { text += c; });
+      res.on('end', () => resolveRes({ status: res.statusCode ?? 0, body: text }));
+    });
+    req.write(first);
+    return { response, rest: (text: string) => req.end(text) };
+  };
+  return { store, send, error, open };
+}
+
+/** Waits (yielding to the event loop) until `cond` holds; fails naming what it awaited after `ms`. */
+async function until(what: string, cond: () => boolean, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 test('ingest: other methods, paths and media types are the legacy 404', async (t) => {
@@ -190,4 +212,42 @@ test('ingest: concurrent requests are each atomic and offsets account for every 
     byRevision.set(revision, head);
   }
   assert.equal(Math.max(...byRevision.keys()), store.header().revision);
+});
+
+test('ingest: a large request is staged as it arrives; a small one commits meanwhile; nothing of it shows until it ends, and a failed one leaves nothing', async (t) => {
+  const { send, store, open } = await setup(t);
+  const pad = 'p'.repeat(900);
+  const docs = Array.from({ length: 12_000 }, (_, i) => `{"order_id":"big${i}","region":"${i % 3 ? 'EU' : 'US'}","total":${i},"pad":"${pad}"}`);
+  const head = '{"acmeCo/orders": [';
+  const first = head + docs.slice(0, 8_000).join(',') + ',';
+  const rest = docs.slice(8_000).join(',') + ']}';
+  const big = open(Buffer.byteLength(first) + Buffer.byteLength(rest), first);
+  // Over SPILL_BYTES: part of it is in the store already, still invisible.
+  await until('the large request to stage pieces in the store', () => store.stagedPieces() > 0);
+  const small = await send(JSON.stringify({ 'acmeCo/orders': [{ order_id: 'small', region: 'EU', total: 1 }] }));
+  assert.equal(small.status, 200, small.body);
+  assert.deepEqual(store.read('acmeCo/orders/region=EU/pivot=00', 0).map((d) => (JSON.parse(d.json) as { order_id: string }).order_id), ['small']);
+  assert.equal(store.head('acmeCo/orders/region=US/pivot=00'), 0);
+  big.rest(rest);
+  const r = await big.response;
+  assert.equal(r.status, 200, r.body);
+  const ids = (journal: string) => store.read(journal, 0, 100_000).map((d) => (JSON.parse(d.json) as { order_id: string }).order_id);
+  assert.deepEqual(ids('acmeCo/orders/region=EU/pivot=00'), ['small', ...docs.map((_, i) => `big${i}`).filter((_, i) => i % 3 !== 0)]);
+  assert.deepEqual(ids('acmeCo/orders/region=US/pivot=00'), docs.map((_, i) => `big${i}`).filter((_, i) => i % 3 === 0));
+  let offset = 0;
+  for (const d of store.read('acmeCo/orders/region=EU/pivot=00', 0, 100_000)) { assert.equal(d.begin, offset); offset = d.end; }
+  assert.equal(offset, store.head('acmeCo/orders/region=EU/pivot=00'));
+  const committed = store.stagedPieces();
+
+  // The same request with a bad last document: a 400, and what it had staged is gone.
+  const heads = store.journals().map((j) => j.head);
+  const badRest = docs.slice(8_000, -1).join(',') + ',{"order_id":"bad","region":"EU","total":"lots"}]}';
+  const bad = open(Buffer.byteLength(first) + Buffer.byteLength(badRest), first);
+  await until('the failing request to stage pieces in the store', () => store.stagedPieces() > committed);
+  bad.rest(badRest);
+  const b = await bad.response;
+  assert.equal(b.status, 400, b.body);
+  assert.match(b.body, /document 11999: \/total: must be number/);
+  assert.equal(store.stagedPieces(), committed);
+  assert.deepEqual(store.journals().map((j) => j.head), heads);
 });

@@ -96,3 +96,43 @@ test('uuids are version 1, strictly increasing per producer, and carry their tim
   assert.equal(uuidTime(a)?.toISOString(), '2023-11-14T22:13:20.000Z');
   assert.equal(uuidTime('not-a-uuid'), undefined);
 });
+
+test('staged bytes are invisible until a commit points at them; unreferenced ones are discarded or swept on open', (t) => {
+  const dir = tempDir(t);
+  const store = JournalStore.open(dir);
+  const staged = (s: JournalStore) => s.stagedPieces();
+  store.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"a":0}'));
+  const a = store.stage(Buffer.from('{"a":1}\n{"a":2}\n'));
+  const b = store.stage(Buffer.from('{"a":3}\n'));
+  const lost = store.stage(Buffer.from('{"lost":1}\n'));
+  assert.throws(() => store.stage(Buffer.from('{"a":4}')), /whole lines/);
+  assert.deepEqual(store.read('c/pivot=00', 0).map((d) => d.json), ['{"a":0}'], 'staged lines are not read');
+  assert.equal(staged(store), 3);
+  // A commit mixing lines and staged pieces keeps their order and offsets.
+  const r = store.commit((tx) => {
+    tx.append('c/pivot=00', 'c', {}, '{"x":1}');
+    tx.appendStaged('c/pivot=00', 'c', {}, a, 16);
+    tx.appendBytes('c/pivot=00', 'c', {}, Buffer.from('{"y":1}\n'));
+    tx.appendStaged('c/pivot=00', 'c', {}, b, 8);
+  });
+  assert.equal(r.offsets['c/pivot=00'], 8 + 8 + 16 + 8 + 8);
+  const docs = store.read('c/pivot=00', 0);
+  assert.deepEqual(docs.map((d) => d.json), ['{"a":0}', '{"x":1}', '{"a":1}', '{"a":2}', '{"y":1}', '{"a":3}']);
+  assert.deepEqual(docs.map((d) => d.begin), [0, 8, 16, 24, 32, 40]);
+  assert.deepEqual(store.read('c/pivot=00', 24, 2).map((d) => d.json), ['{"a":2}', '{"y":1}']);
+  // A piece that is not there (or not that long) fails the commit; a committed piece is never discarded.
+  assert.throws(() => store.commit((tx) => tx.appendStaged('c/pivot=00', 'c', {}, lost, 3)), /staged piece \d+ is 11 bytes, not 3/);
+  assert.throws(() => store.commit((tx) => tx.appendStaged('c/pivot=00', 'c', {}, 99_999, 3)), /staged piece 99999 is missing/);
+  store.discardStaged(a);
+  assert.equal(store.read('c/pivot=00', 0).length, 6);
+  assert.equal(staged(store), 3);
+  store.close();
+  // The piece no commit points at (its request never committed: the process died) is swept on open.
+  const reopened = JournalStore.open(dir);
+  t.after(() => reopened.close());
+  assert.equal(staged(reopened), 2);
+  assert.deepEqual(reopened.read('c/pivot=00', 0).map((d) => d.json), ['{"a":0}', '{"x":1}', '{"a":1}', '{"a":2}', '{"y":1}', '{"a":3}']);
+  const c = reopened.stage(Buffer.from('{"z":1}\n'));
+  reopened.discardStaged(c);
+  assert.equal(staged(reopened), 2);
+});
