@@ -5,12 +5,12 @@
 // same run on the same file: `zcat rides.csv.gz | sqlite3 out.db '.import --csv /dev/stdin rides'`.
 // A second run materializes into a delta-updates binding. The plane's peak RSS (its own process, not
 // the connectors') is read from /proc/<pid>/status (VmHWM).
-//   npx node bench/pipeline.ts [--rows N] [--only standard|delta]
+//   npx node bench/pipeline.ts [--rows N] [--only standard|delta] [--verbose: the plane's log, timed]
 //   (--rows 6500000 ≈ 1 GB of CSV: the plane's RSS target; BENCH_CPU_PROF_DIR=dir writes the plane's V8 CPU profile)
 // Targets (issue 16): standard ≥ 0.3× the shell pipeline, delta ≥ 0.4×, plane peak RSS < 300 MB on 1 GB.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createReadStream, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -24,6 +24,7 @@ const arg = (name: string): string | undefined => {
 };
 const ROWS = Number(arg('--rows') ?? 500_000);
 const ONLY = arg('--only');
+const VERBOSE = process.argv.includes('--verbose');
 const SLUICE = new URL('../plane/bin/sluice.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-pipeline-'));
 const gz = join(dir, 'rides.csv.gz');
@@ -122,17 +123,45 @@ function vmHwmMb(pid: number): number {
   }
 }
 
+/** CPU seconds (user + system) of `pid` and, separately, of its live descendants, from /proc. */
+function cpuSeconds(pid: number): { self: number; descendants: number } {
+  const tick = 100; // USER_HZ
+  const stats = new Map<number, { ppid: number; cpu: number }>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const text = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+      stats.set(Number(entry), { ppid: Number(f[1]), cpu: (Number(f[11]) + Number(f[12])) / tick });
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  const isDescendant = (p: number): boolean => {
+    for (let q = stats.get(p)?.ppid; q !== undefined && q > 1; q = stats.get(q)?.ppid) if (q === pid) return true;
+    return false;
+  };
+  let descendants = 0;
+  for (const [p, st] of stats) if (isDescendant(p)) descendants += st.cpu;
+  return { self: stats.get(pid)?.cpu ?? 0, descendants };
+}
+
 /** `sluice serve` from its start until the table holds every row. */
-async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rssMb: number; journalMb: number }> {
+async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rssMb: number; journalMb: number; cpu: { self: number; descendants: number } }> {
   const run = mkdtempSync(join(dir, delta ? 'delta-' : 'standard-'));
   const db = join(run, 'out.db');
   writeFileSync(join(run, 'flow.yaml'), catalog(url, db, delta));
   const started = process.hrtime.bigint();
   const prof = process.env['BENCH_CPU_PROF_DIR'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF_DIR']}`] : [];
-  const child = spawn(process.execPath, [...prof, SLUICE, 'serve', '--catalog', join(run, 'flow.yaml'), '--data-dir', join(run, 'data'), '--port', '0', '--ingest-port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const planeFlags = (process.env['BENCH_PLANE_FLAGS'] ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...planeFlags, ...prof, SLUICE, 'serve', '--catalog', join(run, 'flow.yaml'), '--data-dir', join(run, 'data'), '--port', '0', '--ingest-port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
-  child.stderr.on('data', (d: Buffer) => { stderr = (stderr + d.toString()).slice(-4000); });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+    if (VERBOSE) for (const line of d.toString().split('\n')) if (line) console.log(`    [${(Number(process.hrtime.bigint() - started) / 1e9).toFixed(2)} s] ${line}`);
+  });
   let rss = 0;
+  let cpu = { self: 0, descendants: 0 };
   const deadline = Date.now() + 30 * 60_000;
   try {
     while (true) {
@@ -144,11 +173,12 @@ async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rs
     }
   } finally {
     rss = Math.max(rss, vmHwmMb(child.pid!));
+    cpu = cpuSeconds(child.pid!);
     child.kill('SIGTERM');
     await once(child, 'exit');
   }
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
-  return { secs, rssMb: rss, journalMb: statSync(join(run, 'data', 'journals.db')).size / 1e6 };
+  return { secs, rssMb: rss, journalMb: statSync(join(run, 'data', 'journals.db')).size / 1e6, cpu };
 }
 
 function shell(): number {
@@ -174,7 +204,7 @@ try {
       const r = await pipeline(server.url, kind === 'delta');
       const ratio = peer / r.secs;
       const verdict = ratio >= targets[kind] ? 'meets' : 'below';
-      console.log(`  sluice serve → SQLite (${kind.padEnd(8)}) ${r.secs.toFixed(2)} s  ${Math.round(ROWS / r.secs).toLocaleString('en-US')} rows/s  ${ratio.toFixed(2)}× the shell pipeline (${verdict} the ${targets[kind]}× target)  plane peak RSS ${r.rssMb.toFixed(0)} MB (${r.rssMb < 300 ? 'under' : 'over'} 300 MB)  journals ${r.journalMb.toFixed(0)} MB`);
+      console.log(`  sluice serve → SQLite (${kind.padEnd(8)}) ${r.secs.toFixed(2)} s  ${Math.round(ROWS / r.secs).toLocaleString('en-US')} rows/s  ${ratio.toFixed(2)}× the shell pipeline (${verdict} the ${targets[kind]}× target)  plane peak RSS ${r.rssMb.toFixed(0)} MB (${r.rssMb < 300 ? 'under' : 'over'} 300 MB)  journals ${r.journalMb.toFixed(0)} MB; CPU: plane ${r.cpu.self.toFixed(1)} s, running connectors ${r.cpu.descendants.toFixed(1)} s`);
     }
   } finally {
     server.close();

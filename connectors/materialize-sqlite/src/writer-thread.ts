@@ -11,6 +11,7 @@
 // any commit. The thread is terminated by close() (the runtime calls it on every way out of a session), when open
 // fails, and never keeps the process alive while idle.
 import { Worker } from 'node:worker_threads';
+import { threadBootSource } from '@sluice/runtime/launch';
 import { ConfigError, PackedStore, ProtocolError } from '@sluice/runtime';
 import type {
   DecodedLoad, DecodedStore, JsonObject, Logger, MaterializeOpenContext, MaterializeOpenedResponse, RuntimeCheckpoint,
@@ -107,7 +108,8 @@ export async function terminateWriterThreads(): Promise<void> {
 }
 
 function spawnWriter(): Spawned {
-  const worker = new Worker(WORKER_URL, { stdout: false, stderr: false });
+  // The bootstrap turns on the compile cache before the writer's modules load (see threadBootSource).
+  const worker = new Worker(threadBootSource(WORKER_URL), { eval: true, stdout: false, stderr: false });
   live++;
   running.add(worker);
   // Never keeps the process alive by itself (held only while it owes an answer, see #hold).

@@ -14,7 +14,8 @@ import { ValidatorCache, validatorCacheDir } from './validator-cache.ts';
 
 export { closestName, explainConfig, formatConfigProblem, reduceUnionErrors, unknownKeyProblems, IAM_INJECTED_KEYS } from './config-errors.ts';
 export type { ConfigProblem, ExplainOptions } from './config-errors.ts';
-export { ValidatorCache, validatorCacheDir, untrustedDir } from './validator-cache.ts';
+export { ValidatorCache, validatorCacheDir } from './validator-cache.ts';
+export { untrustedDir } from '../private-dir.js';
 
 /**
  * Annotation keywords connector schemas use for UIs and for Flow (no validation meaning). Any keyword

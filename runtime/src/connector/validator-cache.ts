@@ -5,16 +5,16 @@
 //   1. SLUICE_VALIDATOR_CACHE when set (the images point it at a root-owned, read-only directory filled at
 //      build time: "precompiled validators ship with the image");
 //   2. else $XDG_CACHE_HOME/sluice/validators, else ~/.cache/sluice/validators — created 0700.
-// Each of the directory, its ancestors, the key file and the cached file must be owned by this user or root
+// The directory checks are private-dir.js's (shared with Node's compile cache, which the launcher keeps beside
+// this one). Each of the directory, its ancestors, the key file and the cached file must be owned by this user or root
 // and not writable by group or others (a sticky ancestor such as /tmp is allowed, as it stops others from
 // renaming what is ours); anything else and the validator is compiled instead. Every cached file carries
 // HMAC-SHA256(key, cache key + code) with a 256-bit key kept in the directory (0600 when we create it).
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
-import type { Stats } from 'node:fs';
 import { getCompileCacheDir } from 'node:module';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { untrustedDir, untrustedStat, userCacheDir } from '../private-dir.js';
 
 const CACHE_FORMAT = 2;
 const HEADER = '// sluice-validator hmac-sha256 ';
@@ -26,47 +26,7 @@ export function validatorCacheDir(env: NodeJS.ProcessEnv = process.env): string 
   // Cached validators follow Node's module compile cache (the bins turn it on; NODE_DISABLE_COMPILE_CACHE=1
   // turns both off), so tests that run the runtime in-process do not write to the user's cache.
   if (getCompileCacheDir() === undefined) return null;
-  const xdg = env['XDG_CACHE_HOME'];
-  const base = xdg !== undefined && xdg.startsWith('/') ? xdg : join(homedir(), '.cache');
-  return join(base, 'sluice', 'validators');
-}
-
-const uid = typeof process.getuid === 'function' ? process.getuid() : -1;
-
-/** Why `st` is not safe to trust, or null. */
-function untrusted(st: Stats, what: string, path: string, allowSticky: boolean): string | null {
-  if (uid === -1) return 'ownership cannot be checked on this platform';
-  if (st.isSymbolicLink()) return `${what} ${path} is a symbolic link`;
-  if (st.uid !== uid && st.uid !== 0) return `${what} ${path} is owned by uid ${st.uid}, not by uid ${uid} or root`;
-  const sticky = (st.mode & 0o1000) !== 0;
-  if ((st.mode & 0o022) !== 0 && !(allowSticky && sticky && st.isDirectory())) {
-    return `${what} ${path} is writable by group or others (mode ${(st.mode & 0o7777).toString(8)})`;
-  }
-  return null;
-}
-
-/** Checks `dir` and its ancestors; null when trusted, else the reason. */
-export function untrustedDir(dir: string): string | null {
-  let st: Stats;
-  try {
-    st = lstatSync(dir);
-  } catch (err) {
-    return `${dir}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
-  }
-  if (!st.isDirectory()) return `${dir} is not a directory`;
-  const why = untrusted(st, 'directory', dir, false);
-  if (why) return why;
-  for (let p = dirname(dir); ; p = dirname(p)) {
-    let ps: Stats;
-    try {
-      ps = lstatSync(p);
-    } catch (err) {
-      return `${p}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`;
-    }
-    const w = untrusted(ps, 'directory', p, true);
-    if (w) return w;
-    if (p === dirname(p)) return null;
-  }
+  return userCacheDir('validators', env);
 }
 
 function readTrusted(path: string, what: string): Buffer | null {
@@ -80,7 +40,7 @@ function readTrusted(path: string, what: string): Buffer | null {
     // The path must not be a symlink, and the descriptor read must be that same file (no swap in between).
     const st = lstatSync(path);
     const fst = fstatSync(fd);
-    if (!st.isFile() || st.ino !== fst.ino || st.dev !== fst.dev || untrusted(fst, what, path, false) !== null) return null;
+    if (!st.isFile() || st.ino !== fst.ino || st.dev !== fst.dev || untrustedStat(fst, what, path, false) !== null) return null;
     return readFileSync(fd);
   } catch {
     return null;
