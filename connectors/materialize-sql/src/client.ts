@@ -13,6 +13,7 @@ export interface BulkTarget {
   name: string;
   /** Quoted table identifier (what a rendered INSERT wants). */
   identifier: string;
+  /** `ddl`: the column's type in that table (for a staging table, MappedType.stagingDdl ?? ddl). */
   columns: { name: string; identifier: string; ddl: string; nullable: boolean }[];
 }
 

@@ -21,6 +21,12 @@ export interface MappedType {
   /** True when the user gave an explicit DDL override (always treated as compatible with an existing column). */
   userDdl?: boolean;
   /**
+   * The column's type in staging (temp) tables and in the bulk load that fills them, when it is not `ddl`:
+   * a dialect that cannot bulk-load a (user-DDL) type exactly stages the column as text and lets the server
+   * convert it into the target column.
+   */
+  stagingDdl?: string;
+  /**
    * The document column only: the parameter for a document given as its JSON text (the store's `docJson`),
    * so it is not re-serialised. Without it, `toParam(doc)` is used.
    */

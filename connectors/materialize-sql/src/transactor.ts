@@ -40,7 +40,7 @@ function bulkTarget(t: { name: string; identifier: string }, columns: Column[], 
   return {
     name: t.name,
     identifier: t.identifier,
-    columns: [...columns.map((c) => ({ name: c.field, identifier: c.identifier, ddl: c.mapped.ddl, nullable: c.nullable })), ...extra],
+    columns: [...columns.map((c) => ({ name: c.field, identifier: c.identifier, ddl: c.mapped.stagingDdl ?? c.mapped.ddl, nullable: c.nullable })), ...extra],
   };
 }
 

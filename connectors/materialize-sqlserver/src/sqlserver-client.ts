@@ -6,6 +6,7 @@ import sql from 'mssql';
 import { Request, TYPES } from 'tedious';
 import type { Connection as TediousConnection } from 'tedious';
 import type { DataType } from 'tedious/lib/data-type.js';
+import type { Collation } from 'tedious/lib/collation.js';
 import type { BulkTarget, Client, Connection, PreparedStatement, SqlParam, SqlRow } from '@sluice/materialize-sql';
 import { SqlError } from '@sluice/materialize-sql';
 import type { Logger } from '@sluice/runtime';
@@ -18,7 +19,7 @@ import type { AssumeRole } from './iam.ts';
 import { openTunnel } from './tunnel.ts';
 import type { Tunnel } from './tunnel.ts';
 import { ddlBaseType } from './sqlserver-dialect.ts';
-import { parseDate, parseDateTime2, parseTime } from './values.ts';
+import { parseDate, parseDateTime2, parseTime, scaleDecimal } from './values.ts';
 
 export const APP_NAME = 'Flow Materialization Connector';
 
@@ -33,10 +34,12 @@ export interface ClientOptions {
 }
 
 /** How one bulk-loaded column is declared to the driver and how its values are converted. */
-interface BulkColumn {
+export interface BulkColumn {
   type: DataType;
   options: { nullable: boolean; length?: number; scale?: number; precision?: number };
   convert(v: SqlParam, name: string): unknown;
+  /** Single-byte/UTF-8 string data: encoded in, and declared with, the staging column's own collation. */
+  needsCollation?: boolean;
 }
 
 const asIs = (v: SqlParam) => v;
@@ -47,30 +50,106 @@ function withDelta(p: { date: Date; nanosecondDelta: number }): Date {
   return d;
 }
 
-/** Map a column's DDL (as the dialect rendered it) to a tedious bulk-load column. */
+/** An integer within [min, max] as tedious's integer types take it (a number; a bigint for BIGINT beyond 2^53). */
+function integerIn(min: bigint, max: bigint, type: string) {
+  return (v: SqlParam, name: string): number | bigint | null => {
+    if (v === null) return null;
+    let n: bigint;
+    if (typeof v === 'bigint') n = v;
+    else if (typeof v === 'number' && Number.isInteger(v)) n = BigInt(v);
+    else if (typeof v === 'string' && /^\s*[+-]?\d+\s*$/.test(v)) n = BigInt(v.trim());
+    else throw new SqlError(`field '${name}': ${String(v)} is not an integer, so it cannot be written to a ${type} column`);
+    if (n < min || n > max) throw new SqlError(`field '${name}': ${n} is outside the ${type} range (${min} .. ${max})`);
+    return n >= BigInt(Number.MIN_SAFE_INTEGER) && n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
+  };
+}
+
+/**
+ * DECIMAL/NUMERIC written exactly. tedious's own Decimal type goes through a double (parseFloat, 2^53), which
+ * changes the digits of a DECIMAL(20) value such as 18446744073709551615; this one takes the value already scaled
+ * to the column's integer (values.ts scaleDecimal) and writes it as TDS does: a sign byte (1 = positive) and the
+ * magnitude little-endian in 4, 8, 12 or 16 bytes by precision. Type info and length come from tedious's Decimal.
+ */
+export const ExactDecimal: DataType = {
+  ...TYPES.Decimal,
+  validate(value: unknown): bigint | null {
+    if (value === null || value === undefined) return null;
+    if (typeof value !== 'bigint') throw new TypeError('ExactDecimal takes the scaled value as a bigint');
+    return value;
+  },
+  *generateParameterData(parameter: { value?: unknown; precision?: number }): Generator<Buffer> {
+    const v = parameter.value;
+    if (v === null || v === undefined) return;
+    const n = v as bigint;
+    const p = parameter.precision ?? 18;
+    const size = p <= 9 ? 4 : p <= 19 ? 8 : p <= 28 ? 12 : 16;
+    const buf = Buffer.alloc(1 + size);
+    buf.writeUInt8(n < 0n ? 0 : 1, 0);
+    let mag = n < 0n ? -n : n;
+    for (let i = 0; i < size; i++) { buf[1 + i] = Number(mag & 0xffn); mag >>= 8n; }
+    if (mag !== 0n) throw new RangeError(`decimal magnitude does not fit ${size} bytes (precision ${p})`);
+    yield buf;
+  },
+} as DataType;
+
+/** `(p)` / `(p, s)` of a DDL, e.g. DECIMAL(20, 2) → [20, 2]. */
+function typeArgs(ddl: string): [number | undefined, number | undefined] {
+  const m = /^\s*[A-Za-z0-9_]+(?:\s+PRECISION)?\s*\(\s*(\d+)\s*(?:,\s*(\d+)\s*)?\)/i.exec(ddl);
+  return [m?.[1] === undefined ? undefined : Number(m[1]), m?.[2] === undefined ? undefined : Number(m[2])];
+}
+
+/**
+ * Map a staging column's DDL (as the dialect rendered it) to a tedious bulk-load column of exactly that type, with
+ * the conversion of its values. Every type the dialect stages (its mapped types, and the user-DDL types in
+ * USER_DDL_STAGED_AS_IS) has a case here; any other type is an internal error, never a silent text fallback.
+ */
 export function bulkColumn(ddl: string, nullable: boolean): BulkColumn {
   const { type, length } = ddlBaseType(ddl);
+  const [arg1, arg2] = typeArgs(ddl);
+  // The declared size is the staging column's: MAX (-1) as tedious's Infinity, no size as T-SQL's default of 1.
+  const sized = (max: number) => (length === -1 ? Infinity : length === null ? 1 : length > max ? Infinity : length);
   switch (type) {
-    case 'bigint': return { type: TYPES.BigInt, options: { nullable }, convert: asIs };
+    case 'bigint': return { type: TYPES.BigInt, options: { nullable }, convert: integerIn(-(2n ** 63n), 2n ** 63n - 1n, 'BIGINT') };
+    case 'int': return { type: TYPES.Int, options: { nullable }, convert: integerIn(-(2n ** 31n), 2n ** 31n - 1n, 'INT') };
+    case 'smallint': return { type: TYPES.SmallInt, options: { nullable }, convert: integerIn(-32768n, 32767n, 'SMALLINT') };
+    case 'tinyint': return { type: TYPES.TinyInt, options: { nullable }, convert: integerIn(0n, 255n, 'TINYINT') };
     case 'bit': case 'boolean': return { type: TYPES.Bit, options: { nullable }, convert: asIs };
     case 'float': return { type: TYPES.Float, options: { nullable }, convert: asIs };
+    case 'real': return { type: TYPES.Real, options: { nullable }, convert: asIs };
+    case 'decimal': case 'numeric': {
+      const precision = arg1 ?? 18;
+      const scale = arg2 ?? 0;
+      return {
+        type: ExactDecimal, options: { nullable, precision, scale },
+        convert: (v, n) => (v === null ? null : scaleDecimal(typeof v === 'string' ? v : String(v), precision, scale, n)),
+      };
+    }
     case 'datetime2':
-      return { type: TYPES.DateTime2, options: { nullable, scale: 7 }, convert: (v, n) => (v === null ? null : withDelta(parseDateTime2(String(v), n))) };
+      return { type: TYPES.DateTime2, options: { nullable, scale: arg1 ?? 7 }, convert: (v, n) => (v === null ? null : withDelta(parseDateTime2(String(v), n))) };
     case 'time':
-      return { type: TYPES.Time, options: { nullable, scale: 7 }, convert: (v, n) => (v === null ? null : withDelta(parseTime(String(v), n))) };
+      return { type: TYPES.Time, options: { nullable, scale: arg1 ?? 7 }, convert: (v, n) => (v === null ? null : withDelta(parseTime(String(v), n))) };
     case 'date':
       return { type: TYPES.Date, options: { nullable }, convert: (v, n) => (v === null ? null : parseDate(String(v), n)) };
-    case 'varbinary': case 'binary':
-      return { type: TYPES.VarBinary, options: { nullable, length: length === -1 || length === null ? Infinity : length }, convert: (v) => (v === null ? null : Buffer.from(v as Uint8Array)) };
-    case 'varchar': case 'nvarchar': case 'char': case 'nchar':
-      // Sent as UTF-16 whatever the column: the server converts into a UTF-8 varchar column without loss,
-      // whereas tedious would encode varchar data in the database's default code page.
-      return { type: TYPES.NVarChar, options: { nullable, length: length === -1 || length === null || length > 4000 ? Infinity : length }, convert: asString };
+    case 'datetime':
+      return { type: TYPES.DateTime, options: { nullable }, convert: (v, n) => (v === null ? null : parseDateTime2(String(v), n).date) };
+    case 'smalldatetime':
+      return { type: TYPES.SmallDateTime, options: { nullable }, convert: (v, n) => (v === null ? null : parseDateTime2(String(v), n).date) };
+    case 'uniqueidentifier':
+      return { type: TYPES.UniqueIdentifier, options: { nullable }, convert: (v) => (v === null ? null : String(v)) };
+    case 'varbinary':
+      return { type: TYPES.VarBinary, options: { nullable, length: sized(8000) }, convert: (v) => (v === null ? null : Buffer.from(v as Uint8Array)) };
+    case 'varchar':
+      // UTF-8 (or code-page) data in the column's own collation, which the client learns from the server.
+      return { type: TYPES.VarChar, options: { nullable, length: sized(8000) }, convert: asString, needsCollation: true };
+    case 'nvarchar':
+      return { type: TYPES.NVarChar, options: { nullable, length: sized(4000) }, convert: asString };
     default:
-      // User DDL (DECIMAL(20), …): send text and let the server convert.
-      return { type: TYPES.NVarChar, options: { nullable, length: Infinity }, convert: (v) => (typeof v === 'bigint' ? v.toString() : typeof v === 'boolean' ? (v ? '1' : '0') : asString(v)) };
+      throw new SqlError(`internal error: a staging column of type ${ddl} has no bulk-load encoding (the dialect stages only types bulkColumn encodes)`);
   }
 }
+
+/** What the server reports of one column of a staging table (`SELECT TOP 0 *`). */
+interface StagedColumnMetadata { colName: string; collation?: Collation | undefined }
 
 /** A statement parameter's tedious type, from its JS value. */
 function paramType(v: SqlParam): DataType {
@@ -95,6 +174,8 @@ export class SqlServerConnection implements Connection {
   private readonly target: Pick<ConnectTarget, 'user' | 'database'>;
   private inTx = false;
   private closed = false;
+  /** Per staging table (and column set) of this session: the collation of each column, by lower-cased name. */
+  private readonly stagedCollations = new Map<string, Map<string, Collation | undefined>>();
 
   constructor(conn: TediousConnection, release: (conn: TediousConnection) => void, target: Pick<ConnectTarget, 'user' | 'database'>) {
     this.conn = conn;
@@ -155,8 +236,32 @@ export class SqlServerConnection implements Connection {
     if (failure !== undefined) throw failure;
   }
 
+  /**
+   * The collation of each character column of a staging table, as the server reports it (`SELECT TOP 0 *`, once
+   * per table and session): varchar data must be encoded in, and declared with, the column's own collation (a
+   * UTF-8 collation for the connector's columns), not the database default tedious would use.
+   */
+  private async collations(target: BulkTarget): Promise<Map<string, Collation | undefined>> {
+    const cacheKey = `${target.identifier}\u0000${target.columns.map((c) => `${c.name}\u0000${c.ddl}`).join('\u0000')}`;
+    const known = this.stagedCollations.get(cacheKey);
+    if (known !== undefined) return known;
+    let meta: StagedColumnMetadata[] = [];
+    const text = `SELECT TOP 0 * FROM ${target.identifier};`;
+    await new Promise<void>((resolve, reject) => {
+      const req = new Request(text, (err) => (err ? reject(statementError(err, text, this.target)) : resolve()));
+      req.on('columnMetadata', (cols) => { meta = (Array.isArray(cols) ? cols : Object.values(cols)) as StagedColumnMetadata[]; });
+      this.conn.execSqlBatch(req);
+    });
+    const byName = new Map<string, Collation | undefined>();
+    for (const m of meta) byName.set(m.colName.toLowerCase(), m.collation);
+    this.stagedCollations.set(cacheKey, byName);
+    return byName;
+  }
+
   async bulkInsert(target: BulkTarget, rows: AsyncIterable<readonly SqlParam[]> | Iterable<readonly SqlParam[]>): Promise<number> {
     const cols = target.columns.map((c) => ({ ...c, bulk: bulkColumn(c.ddl, true) }));
+    let collations: Map<string, Collation | undefined> | undefined;
+    if (cols.some((c) => c.bulk.needsCollation === true)) collations = await this.collations(target);
     let conversionError: unknown;
     const converted = async function* (): AsyncIterable<unknown[]> {
       try {
@@ -176,7 +281,18 @@ export class SqlServerConnection implements Connection {
         else resolve(rowCount ?? 0);
       });
       // tedious writes `[name]` without escaping; doubling `]` makes the bracketed name exact.
-      for (const c of cols) bulk.addColumn(c.name.replaceAll(']', ']]'), c.bulk.type, c.bulk.options);
+      for (const c of cols) {
+        bulk.addColumn(c.name.replaceAll(']', ']]'), c.bulk.type, c.bulk.options);
+        if (c.bulk.needsCollation !== true) continue;
+        const collation = collations?.get(c.name.toLowerCase());
+        if (collation === undefined) {
+          reject(new SqlError(`internal error: the server reported no collation for character column ${c.name} of ${target.name}`));
+          return;
+        }
+        // The column's collation drives both the bytes (tedious encodes with its code page: UTF-8 for _UTF8
+        // collations) and the collation declared in the bulk load's column metadata.
+        bulk.columns[bulk.columns.length - 1]!.collation = collation;
+      }
       this.conn.execBulkLoad(bulk, converted());
     });
   }

@@ -8,7 +8,7 @@ import type {
 import { RESERVED } from './reserved-words.ts';
 import { stringBaseType } from './collation.ts';
 import {
-  jsonText, toBigInt, toBinary, toBit, toDecimalText, toDouble, toText,
+  jsonText, toBigInt, toBinary, toBit, toDecimalText, toDouble, toNumericText, toText,
 } from './values.ts';
 
 export const CHECKPOINTS_TABLE = 'flow_checkpoints_v1';
@@ -53,6 +53,35 @@ export function literal(value: string | number | bigint | boolean | null): strin
  */
 export function objectNameLiteral(path: readonly string[]): string {
   return literal(path.map((p) => `[${p.replaceAll(']', ']]')}]`).join('.'));
+}
+
+/**
+ * User-DDL base types staged with the user's very DDL: those the client's bulk load encodes exactly
+ * (sqlserver-client.ts bulkColumn). Keep the two in step.
+ */
+export const USER_DDL_STAGED_AS_IS: ReadonlySet<string> = new Set([
+  'bigint', 'int', 'smallint', 'tinyint', 'bit', 'float', 'real', 'decimal', 'numeric',
+  'date', 'datetime2', 'time', 'datetime', 'smalldatetime', 'varchar', 'nvarchar', 'varbinary', 'uniqueidentifier',
+]);
+/** Fixed-length user-DDL types staged as their variable-length twins (same size and collation). */
+const FIXED_TO_VARIABLE: Readonly<Record<string, string>> = { char: 'varchar', nchar: 'nvarchar', binary: 'varbinary' };
+
+/** The value conversion for a user-DDL column, by its base type (what the staged type's bulk encoder takes). */
+function userDdlParam(base: string, field: string): MappedType['toParam'] {
+  switch (base) {
+    case 'bigint': case 'int': case 'smallint': case 'tinyint': return (v) => toBigInt(v, field);
+    case 'float': case 'real': return (v) => toDouble(v, field);
+    case 'bit': return (v) => toBit(v, field);
+    case 'decimal': case 'numeric': return (v) => toNumericText(v, field);
+    case 'varbinary': case 'binary': return (v) => toBinary(v, field);
+    default: return (v) => (typeof v === 'boolean' ? (v ? '1' : '0') : toDecimalText(v));
+  }
+}
+
+/** The type part of a DDL (`DECIMAL(20, 2)` of `DECIMAL(20, 2) COLLATE …`), for CAST(… AS …). */
+export function castType(ddl: string): string {
+  const m = /^\s*[A-Za-z0-9_]+(?:\s+PRECISION)?\s*(?:\([^)]*\))?/i.exec(ddl);
+  return (m?.[0] ?? ddl).trim();
 }
 
 /** The base type of a DDL string as INFORMATION_SCHEMA reports it, with its length (-1 = MAX). */
@@ -149,6 +178,24 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
   const textType = (isKey: boolean): MappedType => ({ ddl: isKey ? PKTEXT : TEXT, toParam: toText });
 
+  /**
+   * A user's DDL (`fields.<f>.DDL`). Staged with that very type when the bulk load can encode it exactly
+   * (USER_DDL_STAGED_AS_IS); a fixed-length char/nchar/binary as its variable-length twin of the same size and
+   * collation (the bulk load sends variable-length data; the server pads on MERGE, and key joins cast back);
+   * anything else (MONEY, DATETIMEOFFSET, XML, …) as the connector's text type, converted by the server on MERGE.
+   * Values are converted for the staged type: exact integers, exact decimals (as text, scaled by the client),
+   * base64-decoded bytes for binary types, text otherwise.
+   */
+  function userDdlType(ddl: string, input: ColumnInput): MappedType {
+    const field = input.field;
+    const base = ddlBaseType(ddl).type;
+    const fixed = FIXED_TO_VARIABLE[base];
+    const mapped: MappedType = { ddl, userDdl: true, toParam: userDdlParam(base, field) };
+    if (fixed !== undefined) mapped.stagingDdl = ddl.replace(/^\s*[A-Za-z]+/, fixed);
+    else if (!USER_DDL_STAGED_AS_IS.has(base)) mapped.stagingDdl = input.role === 'key' ? PKTEXT : TEXT;
+    return mapped;
+  }
+
   /** Strings without a format: sized from maxLength when known (4 bytes per character for UTF-8). */
   const sizedText = (input: ColumnInput, isKey: boolean): MappedType => {
     const maxLength = input.projection.inference?.string?.maxLength ?? 0;
@@ -165,9 +212,7 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     const isKey = input.role === 'key';
     const field = input.field;
     const cfg = input.fieldConfig;
-    if (typeof cfg.DDL === 'string' && cfg.DDL.trim() !== '') {
-      return { ddl: cfg.DDL.trim(), userDdl: true, toParam: (v) => (typeof v === 'boolean' ? v : typeof v === 'number' || typeof v === 'bigint' ? v : toText(v)) };
-    }
+    if (typeof cfg.DDL === 'string' && cfg.DDL.trim() !== '') return userDdlType(cfg.DDL.trim(), input);
     if (input.role === 'document') return { ddl: TEXT, toParam: jsonText };
     if (cfg.castToString === true) return { ...sizedText(input, isKey), toParam: toText };
 
@@ -252,39 +297,29 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     };
   }
 
-  /**
-   * Temp-table (staging) column type: exactly what the client declares to the TDS bulk load, which does not
-   * convert types. Strings are staged as UTF-16 `nvarchar` with the target's collation (tedious would encode
-   * `varchar` in the database's default code page); MERGE / INSERT … SELECT convert into the target column.
-   * User DDL is staged as text and converted by the server the same way (text → DECIMAL is exact). Key columns are
-   * NOT NULL; values are nullable (a deletion's tombstone may lack required values). No primary key: the runtime
-   * sends each key once per transaction, and an nvarchar copy of a 900-byte varchar key can exceed the 900-byte
-   * index limit (a 600-character ASCII key is 600 bytes in the target, 1200 staged).
-   */
-  const stagingDdl = (c: Column): string => {
-    if (c.mapped.userDdl === true) return `nvarchar(MAX) COLLATE ${collation}`;
-    const { type, length } = ddlBaseType(c.mapped.ddl);
-    if (type !== 'varchar' && type !== 'nvarchar') return c.mapped.ddl;
-    const size = length === null || length === -1 || length > 4000 ? 'MAX' : String(length);
-    return `nvarchar(${size}) COLLATE ${collation}`;
-  };
   const columnDef = (c: Column, notNull: boolean) => `${c.identifier} ${c.mapped.ddl}${notNull ? ' NOT NULL' : ''}`;
   const keyList = (t: Table) => t.keys.map((k) => k.identifier).join(', ');
   const loadName = (t: Table) => `#flow_temp_load_${t.binding}`;
   const storeName = (t: Table) => `#flow_temp_store_${t.binding}`;
   /**
-   * Join a target table (alias `target`) with its staging table (alias `staged`) on the key. A string key staged as
-   * nvarchar beside a varchar target key is cast to the target's type on the staging side (lossless: the staging
-   * column has the target's UTF-8 collation), so the comparison is varchar = varchar and the target's primary key
-   * index is seeked; comparing it as nvarchar would convert every target key (an index scan).
+   * Join a target table (alias `target`) with its staging table (alias `staged`) on the key. Staged keys have
+   * the target's own types (same collation), so the comparison is between equal types and the target's primary
+   * key index is seeked; a user-DDL key staged as another type (see userDdlType) is cast back to the target's.
    */
   const joinOn = (t: Table, target: string, staged: string) => t.keys.map((k) => {
-    const want = ddlBaseType(k.mapped.ddl);
-    const cast = k.mapped.userDdl !== true && want.type === 'varchar' && ddlBaseType(stagingDdl(k)).type === 'nvarchar';
     const side = `${staged}.${k.identifier}`;
-    return `${target}.${k.identifier} = ${cast ? `CAST(${side} AS varchar(${want.length === -1 || want.length === null ? 'MAX' : want.length}))` : side}`;
+    return `${target}.${k.identifier} = ${k.mapped.stagingDdl === undefined ? side : `CAST(${side} AS ${castType(k.mapped.ddl)})`}`;
   }).join(' AND ');
-  const stagedKey = (k: Column) => `\t${k.identifier} ${stagingDdl(k)} NOT NULL`;
+  /**
+   * A staging (temp-table) column: the target's column type (or the user-DDL staging type), exactly what the
+   * client declares to the TDS bulk load (sqlserver-client.ts bulkColumn). Keys are NOT NULL where the target's
+   * are; values stay nullable, so a deletion's document that lacks a required value still stages (the row is
+   * deleted, never written).
+   */
+  const stagedColumn = (t: Table, c: Column) => {
+    const notNull = c.role === 'key' && (!c.nullable || !t.deltaUpdates);
+    return `\t${c.identifier} ${c.mapped.stagingDdl ?? c.mapped.ddl}${notNull ? ' NOT NULL' : ''}`;
+  };
   const checkpointsPath = (path: string[]) => quotePath(path);
 
   function createTableIfMissing(path: readonly string[], body: string): string {
@@ -357,7 +392,8 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
     loadTable: (t) => ({ name: loadName(t), identifier: loadName(t) }),
     createLoadTable(t) {
-      const cols = t.keys.map(stagedKey);
+      const cols = t.keys.map((k) => `\t${k.identifier} ${k.mapped.stagingDdl ?? k.mapped.ddl} NOT NULL`);
+      cols.push(`\tPRIMARY KEY (${keyList(t)})`);
       return `CREATE TABLE ${loadName(t)} (\n${cols.join(',\n')}\n);`;
     },
     truncateLoad: (t) => `TRUNCATE TABLE ${loadName(t)};`,
@@ -370,8 +406,9 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
 
     storeTable: (t) => ({ name: storeName(t), identifier: storeName(t) }),
     createStoreTable(t) {
-      const cols = t.columns.map((c) => (c.role === 'key' ? stagedKey(c) : `\t${c.identifier} ${stagingDdl(c)}`));
+      const cols = t.columns.map((c) => stagedColumn(t, c));
       cols.push(`\t${DELETE_FLAG_COLUMN} BIT`);
+      if (!t.deltaUpdates) cols.push(`\tPRIMARY KEY (${keyList(t)})`);
       return `CREATE TABLE ${storeName(t)} (\n${cols.join(',\n')}\n);`;
     },
     mergeFromStore(t) {

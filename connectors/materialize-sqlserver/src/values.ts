@@ -63,6 +63,53 @@ export function toDecimalText(value: InputValue): string | null {
   return toText(value);
 }
 
+/**
+ * DECIMAL/NUMERIC (user DDL): the value's exact decimal text — integers beyond 2^53 and numeric strings keep every
+ * digit (the client scales the text into the column's fixed-point form without floating point).
+ */
+export function toNumericText(value: InputValue, field: string): string | null {
+  if (value === undefined || value === null) return null;
+  if (typeof value === 'bigint') return value.toString();
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new SqlError(`field '${field}': ${value} cannot be written to a DECIMAL column`);
+    return Number.isInteger(value) && !Number.isSafeInteger(value) ? BigInt(value).toString() : String(value);
+  }
+  if (typeof value === 'string' && NUMERIC_TEXT.test(value)) return value.trim();
+  throw new SqlError(`field '${field}': ${jsonText(value)} is not a number, so it cannot be written to a DECIMAL column`);
+}
+
+/** A decimal number as text: sign, digits, optional fraction and exponent (what JSON and Flow's numeric strings hold). */
+export const NUMERIC_TEXT = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/**
+ * Scale decimal text to the integer a DECIMAL(precision, scale) column stores (value × 10^scale), rounding half
+ * away from zero past `scale` digits as SQL Server's own conversion does; an integer part wider than
+ * precision − scale digits is an error, as it is for SQL Server.
+ */
+export function scaleDecimal(text: string, precision: number, scale: number, field: string): bigint {
+  const m = /^\s*([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$/.exec(text);
+  if (m === null || (m[2] === '' && (m[3] ?? '') === '')) throw new SqlError(`field '${field}': '${text}' is not a number, so it cannot be written to a DECIMAL(${precision}, ${scale}) column`);
+  const digits = `${m[2]}${m[3] ?? ''}`;
+  // The value is digits × 10^exp; we want round(digits × 10^(exp + scale)).
+  const shift = Number(m[4] ?? '0') - (m[3] ?? '').length + scale;
+  let n: bigint;
+  if (shift >= 0) {
+    if (shift > 4 * precision + 80) n = BigInt(digits) === 0n ? 0n : 10n ** BigInt(precision); // far too large: overflow below
+    else n = BigInt(digits) * 10n ** BigInt(shift);
+  } else if (-shift > digits.length) {
+    n = 0n; // below half a unit of the last place
+  } else {
+    const d = 10n ** BigInt(-shift);
+    const whole = BigInt(digits);
+    n = whole / d;
+    if ((whole % d) * 2n >= d) n += 1n; // half away from zero (the sign is applied after)
+  }
+  if (n >= 10n ** BigInt(precision)) {
+    throw new SqlError(`field '${field}': ${text.trim()} does not fit a DECIMAL(${precision}, ${scale}) column (at most ${precision - scale} integer digits); widen the field's DDL`);
+  }
+  return m[1] === '-' ? -n : n;
+}
+
 /** DOUBLE PRECISION: numbers; numeric strings parsed, NaN and ±Infinity become NULL (SQL Server has no such floats). */
 export function toDouble(value: InputValue, field: string): number | null {
   if (value === undefined || value === null) return null;

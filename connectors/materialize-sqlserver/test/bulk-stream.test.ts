@@ -7,7 +7,11 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Connection as TediousConnection } from 'tedious';
 import type { BulkTarget, SqlParam } from '@sluice/materialize-sql';
+import { Collation } from 'tedious/lib/collation.js';
 import { SqlServerConnection } from '../src/sqlserver-client.ts';
+
+/** Latin1_General_100_BIN2_UTF8 as the server describes it: LCID 0x0409, flags BINARY2 | UTF8, version 2. */
+const UTF8 = new Collation(0x0409, 0x20 | 0x40, 2, 0);
 
 interface Internals {
   execSqlBatch(req: { callback(err: Error | undefined, rowCount?: number): void }): void;
@@ -18,7 +22,12 @@ interface Internals {
 function driver(socket: (packets: AsyncIterator<Buffer>) => Promise<{ error?: Error; bytes: number }>, rowsSent: () => number) {
   const conn = new TediousConnection({ server: '127.0.0.1', options: { port: 1, encrypt: false, useUTC: true } });
   const edges = conn as unknown as Internals;
-  edges.execSqlBatch = (req) => queueMicrotask(() => req.callback(undefined, 0)); // "INSERT BULK … " accepted
+  edges.execSqlBatch = (req) => queueMicrotask(() => {
+    // The staging table's metadata (asked for its character columns' collations), then "INSERT BULK … " accepted.
+    const r = req as unknown as { sqlTextOrProcedure: string; emit(event: string, cols: unknown): void };
+    if (r.sqlTextOrProcedure.startsWith('SELECT TOP 0')) r.emit('columnMetadata', target.columns.map((c) => ({ colName: c.name, collation: UTF8 })));
+    req.callback(undefined, 0);
+  });
   edges.makeRequest = (bulk, _type, payload) => {
     void socket(payload[Symbol.asyncIterator]()).then(
       ({ error }) => bulk.callback(error, error === undefined ? rowsSent() : undefined),

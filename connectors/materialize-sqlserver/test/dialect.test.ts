@@ -148,6 +148,24 @@ describe('type mapping', () => {
     assert.equal(ddl({ types: ['string'], string: { format: 'date-time' } }, 'key', {}, flags), 'DATETIME2');
     assert.equal(ddl({ types: ['string'], string: { contentEncoding: 'base64' } }, 'value', {}, flags), T);
   });
+  it('stages user DDL as its own type where the bulk load encodes it, else as text, converting values for that type', () => {
+    const u = (types: string[], DDL: string, role: 'key' | 'value' = 'value', extra: Partial<Inference> = {}) => col(utf8, { types, ...extra }, role, { DDL }).mapped;
+    assert.equal(u(['integer'], 'DECIMAL(20)').stagingDdl, undefined);
+    assert.equal(u(['integer'], 'DECIMAL(20)').toParam(2n ** 64n - 1n), '18446744073709551615');
+    assert.equal(u(['number'], 'NUMERIC(10, 2)').toParam(1.25), '1.25');
+    assert.equal(u(['string'], 'NUMERIC(10, 2)').toParam('-0.5e1'), '-0.5e1');
+    assert.throws(() => u(['string'], 'DECIMAL(5)').toParam('abc'), /field 'f': "abc" is not a number, so it cannot be written to a DECIMAL column/);
+    assert.equal(u(['integer'], 'INT').toParam(7), 7);
+    assert.equal(u(['integer'], 'INT').stagingDdl, undefined);
+    assert.equal(u(['string'], 'VARCHAR(20) COLLATE Latin1_General_CI_AS').stagingDdl, undefined);
+    assert.equal(u(['string'], 'CHAR(4)').stagingDdl, 'varchar(4)');
+    assert.equal(u(['string'], 'nchar(2) COLLATE Latin1_General_CI_AS').stagingDdl, 'nvarchar(2) COLLATE Latin1_General_CI_AS');
+    assert.deepEqual(u(['string'], 'BINARY(3)', 'value', { string: { contentEncoding: 'base64' } }).toParam('AAEC'), Buffer.from([0, 1, 2]));
+    assert.equal(u(['string'], 'BINARY(3)').stagingDdl, 'varbinary(3)');
+    assert.equal(u(['number'], 'MONEY').stagingDdl, T);
+    assert.equal(u(['boolean'], 'MONEY').toParam(true), '1');
+    assert.equal(u(['string'], 'DATETIMEOFFSET(3)', 'key').stagingDdl, 'varchar(900) COLLATE Latin1_General_100_BIN2_UTF8');
+  });
   it('converts values: exact BIGINT beyond 2^53, JSON text, base64, numeric strings', () => {
     const big = col(utf8, { types: ['integer'] });
     assert.equal(big.mapped.toParam(2n ** 62n), 2n ** 62n);

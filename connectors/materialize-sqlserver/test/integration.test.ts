@@ -221,6 +221,47 @@ describe('SQL Server integration', () => {
     } finally { await conn.close(); }
   });
 
+  it('stages with the target\'s types: a non-ASCII string key loads and merges, user-DDL DECIMAL/NUMERIC/CHAR/MONEY values are exact', { skip }, async () => {
+    const p = (field: string, types: string[], exists?: 'MUST'): Projection => ({ field, ptr: `/${field}`, inference: exists === undefined ? { types } : { types, exists } });
+    const b: MaterializationBindingSpec = {
+      resourceConfig: { table: 'staged_types', schema },
+      resourcePath: [schema, 'staged_types'],
+      collection: {
+        name: 'test/staged_types', key: ['/k'],
+        projections: [p('k', ['string'], 'MUST'), p('amount', ['integer']), p('ratio', ['string', 'number']), p('tag', ['string']), p('price', ['number']), { field: 'flow_document', inference: { types: ['object'], exists: 'MUST' } }],
+      },
+      fieldSelection: {
+        keys: ['k'], values: ['amount', 'price', 'ratio', 'tag'], document: 'flow_document',
+        fieldConfig: { amount: { DDL: 'DECIMAL(20)' }, ratio: { DDL: 'NUMERIC(38, 10)' }, tag: { DDL: 'CHAR(4)' }, price: { DDL: 'MONEY' } },
+      },
+    };
+    const m = spec(`test/staged-${suffix}`, [b], config);
+    await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });
+    const { transactor } = await connector.open({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, version: 'v1', state: {} });
+    const key = 'κλειδί-✓';
+    const st = (amount: bigint, o: Partial<DecodedStore> = {}): DecodedStore => ({
+      binding: 0, key: [key], values: [amount, 12.5, '-1234567890123456789012345678.1234567891', 'ab'], keyPacked: '', exists: false, delete: false,
+      doc: { k: key, amount: Number(amount) }, ...o,
+    });
+    try {
+      await transactor.acknowledge();
+      await transactor.load(iter<DecodedLoad>([]), async () => undefined);
+      await transactor.store(iter([st(18446744073709551615n)]));
+      await transactor.startCommit({ sources: { s: { readThrough: '1' } } });
+      await transactor.acknowledge();
+      const loaded: JsonObject[] = [];
+      await transactor.load(iter<DecodedLoad>([{ binding: 0, key: [key], keyPacked: '' }]), async (_b, d) => { loaded.push(d); });
+      assert.equal(loaded.length, 1, 'the staged non-ASCII key joins the target row');
+      await transactor.store(iter([st(18446744073709551614n, { exists: true })]));
+      await transactor.startCommit({ sources: { s: { readThrough: '2' } } });
+    } finally { await transactor.close?.(); }
+    const conn = await client.connect();
+    try {
+      const rows = await conn.query(`SELECT k, CAST(amount AS varchar(40)) AS amount, CAST(ratio AS varchar(60)) AS ratio, tag, CAST(price AS varchar(40)) AS price FROM "${schema}".staged_types;`);
+      assert.deepEqual(rows.map((r) => [r.k, r.amount, r.ratio, r.tag, r.price]), [[key, '18446744073709551614', '-1234567890123456789012345678.1234567891', 'ab  ', '12.50']]);
+    } finally { await conn.close(); }
+  });
+
   it('fences off a zombie: the older instance cannot commit after a newer one opened', { skip }, async () => {
     const m = spec(`test/fence-${suffix}`, [simple('fenced', schema, [], [])], config);
     await connector.apply({ config, log: quiet, signal, materialization: m, bindings: bindingsOf(m), version: 'v1', state: {}, dryRun: false });

@@ -55,6 +55,41 @@ function render(dialect: SqlServerDialect): { text: string; statements: { sectio
   const kvSpec = FIXTURE.bindings![0]!;
   add('loadQuery no_flow_document (key_value without flow_document)', t.loadQuery([buildTable(dialect, 0, kvSpec.resourcePath ?? [], { ...kvSpec, fieldSelection: { ...kvSpec.fieldSelection!, document: '' } })]));
 
+  // Staging of user-DDL columns: types the bulk load encodes exactly are staged as is (INT, NUMERIC, VARCHAR with its
+  // own collation), fixed-length ones as their variable-length twins (keys cast back in joins), others as text.
+  const userDdl = buildTable(dialect, 4, ['dbo', 'user_ddl'], {
+    resourceConfig: { table: 'user_ddl' },
+    resourcePath: ['dbo', 'user_ddl'],
+    collection: {
+      name: 'acmeCo/user_ddl', key: ['/ts', '/id'],
+      projections: [
+        { field: 'ts', ptr: '/ts', inference: { types: ['string'], exists: 'MUST', string: { format: 'date-time' } } },
+        { field: 'id', ptr: '/id', inference: { types: ['string'], exists: 'MUST' } },
+        { field: 'amount', ptr: '/amount', inference: { types: ['number'] } },
+        { field: 'big', ptr: '/big', inference: { types: ['integer'] } },
+        { field: 'code', ptr: '/code', inference: { types: ['string'] } },
+        { field: 'hash', ptr: '/hash', inference: { types: ['string'], string: { contentEncoding: 'base64' } } },
+        { field: 'label', ptr: '/label', inference: { types: ['string'] } },
+        { field: 'n', ptr: '/n', inference: { types: ['integer'] } },
+        { field: 'flow_document', inference: { types: ['object'], exists: 'MUST' } },
+      ],
+    },
+    fieldSelection: {
+      keys: ['ts', 'id'], values: ['amount', 'big', 'code', 'hash', 'label', 'n'], document: 'flow_document',
+      fieldConfig: {
+        ts: { DDL: 'DATETIMEOFFSET(3)' }, id: { DDL: 'CHAR(12) COLLATE Latin1_General_CI_AS' }, amount: { DDL: 'MONEY' },
+        big: { DDL: 'NUMERIC(38, 10)' }, code: { DDL: 'NCHAR(4)' }, hash: { DDL: 'BINARY(16)' },
+        label: { DDL: 'VARCHAR(20) COLLATE Latin1_General_CI_AS' }, n: { DDL: 'INT' },
+      },
+    },
+  });
+  add('createTable dbo.user_ddl (user DDL)', t.createTable(userDdl));
+  add('createLoadTable dbo.user_ddl (user DDL)', t.createLoadTable(userDdl));
+  add('createStoreTable dbo.user_ddl (user DDL)', t.createStoreTable!(userDdl));
+  add('mergeFromStore dbo.user_ddl (user DDL)', t.mergeFromStore!(userDdl));
+  add('copyFromStore dbo.user_ddl (user DDL)', t.copyFromStore!(userDdl));
+  add('loadQuery dbo.user_ddl (user DDL)', t.loadQuery([userDdl]));
+
   // Apply updates on binding 0: two new columns, then relaxations and migrations of existing ones.
   const kv = tables[0]!;
   const proj = (field: string) => FIXTURE.bindings![0]!.collection.projections!.find((p) => p.field === field)!;

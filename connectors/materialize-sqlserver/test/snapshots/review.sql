@@ -89,11 +89,13 @@ VALUES (N'acmeCo/materialize-sqlserver', 0, 4294967295, 0, N'');
 CREATE TABLE #flow_temp_load_0 (
 	key1 BIGINT NOT NULL,
 	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL
+	"key!binary" VARBINARY(900) NOT NULL,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 CREATE TABLE #flow_temp_load_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	PRIMARY KEY (ts, id)
 );
 
 -- Open: session temp tables on the store connection
@@ -102,55 +104,58 @@ CREATE TABLE #flow_temp_store_0 (
 	key2 BIT NOT NULL,
 	"key!binary" VARBINARY(900) NOT NULL,
 	"123" BIGINT,
-	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a]b" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"array" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"_meta/op" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a""string`with`quote'characters" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a]b" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"array" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"binary" VARBINARY(MAX),
 	"boolean" BIT,
 	"dateField" DATE,
 	"dateTimeField" DATETIME2,
-	"dotted.name" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	field_with_projection nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"dotted.name" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	field_with_projection varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	flow_published_at DATETIME2,
 	"integer" BIGINT,
-	"integerGt64Bit" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"integerWithUserDDL" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"key" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	multiple nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"nonAsciiκόσμε" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerGt64Bit" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerWithUserDDL" DECIMAL(20),
+	"key" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	multiple varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"nonAsciiκόσμε" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	number DOUBLE PRECISION,
-	"numberCastToString" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"object" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"Select" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	string nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"stringHuge" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"numberCastToString" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"object" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"Select" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	string varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringHuge" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringInteger" BIGINT,
-	"stringInteger39Chars" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringInteger39Chars" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringNumber" DOUBLE PRECISION,
-	"stringSized" nvarchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringSized" varchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
 	"timeField" TIME,
-	"uuidField" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"with space" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	é nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT
+	"uuidField" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"with space" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	é varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 CREATE TABLE #flow_temp_store_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	"theKey" varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
 	_flow_delete BIT
 );
 CREATE TABLE #flow_temp_store_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT,
+	PRIMARY KEY (ts, id)
 );
 CREATE TABLE #flow_temp_store_3 (
 	id BIGINT NOT NULL,
-	_flow_delete BIT
+	_flow_delete BIT,
+	PRIMARY KEY (id)
 );
 
 -- Each transaction, load connection: keys are bulk-loaded into #flow_temp_load_<n>, then one query returns the stored documents
@@ -161,7 +166,7 @@ SELECT 0 AS binding, r.flow_document AS doc
 UNION ALL
 SELECT 2 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_2 AS l
-	JOIN "order" AS r ON r.ts = CAST(l.ts AS varchar(900)) AND r.id = CAST(l.id AS varchar(900));
+	JOIN "order" AS r ON r.ts = l.ts AND r.id = l.id;
 TRUNCATE TABLE #flow_temp_load_0;
 TRUNCATE TABLE #flow_temp_load_2;
 COMMIT TRANSACTION;
@@ -189,7 +194,7 @@ TRUNCATE TABLE #flow_temp_store_1;
 -- binding 2 (order) when some stored key may already exist or is deleted:
 MERGE INTO "order" AS l
 USING #flow_temp_store_2 AS r
-ON l.ts = CAST(r.ts AS varchar(900)) AND l.id = CAST(r.id AS varchar(900))
+ON l.ts = r.ts AND l.id = r.id
 WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
 WHEN MATCHED THEN UPDATE SET l.flow_document = r.flow_document
 WHEN NOT MATCHED AND r._flow_delete = 0 THEN

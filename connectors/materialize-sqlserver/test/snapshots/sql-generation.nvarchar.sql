@@ -63,7 +63,8 @@ CREATE TABLE dbo.key_value (
 CREATE TABLE #flow_temp_load_0 (
 	key1 BIGINT NOT NULL,
 	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL
+	"key!binary" VARBINARY(900) NOT NULL,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 
 -- truncateLoad dbo.key_value (binding 0)
@@ -88,7 +89,7 @@ CREATE TABLE #flow_temp_store_0 (
 	flow_published_at DATETIME2,
 	"integer" BIGINT,
 	"integerGt64Bit" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	"integerWithUserDDL" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
+	"integerWithUserDDL" DECIMAL(20),
 	"key" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	multiple nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	"nonAsciiκόσμε" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
@@ -107,7 +108,8 @@ CREATE TABLE #flow_temp_store_0 (
 	"with space" nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	é nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	_flow_delete BIT
+	_flow_delete BIT,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 
 -- mergeFromStore dbo.key_value (binding 0)
@@ -155,7 +157,8 @@ CREATE TABLE "Weird ""Schema"""."delta updates" (
 
 -- createLoadTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_load_1 (
-	"theKey" nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL
+	"theKey" nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	PRIMARY KEY ("theKey")
 );
 
 -- truncateLoad Weird "Schema".delta updates (binding 1, delta)
@@ -214,7 +217,8 @@ CREATE TABLE "order" (
 -- createLoadTable order (binding 2)
 CREATE TABLE #flow_temp_load_2 (
 	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
-	id nvarchar(300) COLLATE Latin1_General_100_BIN2 NOT NULL
+	id nvarchar(300) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	PRIMARY KEY (ts, id)
 );
 
 -- truncateLoad order (binding 2)
@@ -225,7 +229,8 @@ CREATE TABLE #flow_temp_store_2 (
 	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
 	id nvarchar(300) COLLATE Latin1_General_100_BIN2 NOT NULL,
 	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
-	_flow_delete BIT
+	_flow_delete BIT,
+	PRIMARY KEY (ts, id)
 );
 
 -- mergeFromStore order (binding 2)
@@ -272,7 +277,8 @@ CREATE TABLE dbo.keys_only (
 
 -- createLoadTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_load_3 (
-	id BIGINT NOT NULL
+	id BIGINT NOT NULL,
+	PRIMARY KEY (id)
 );
 
 -- truncateLoad dbo.keys_only (binding 3)
@@ -281,7 +287,8 @@ TRUNCATE TABLE #flow_temp_load_3;
 -- createStoreTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_store_3 (
 	id BIGINT NOT NULL,
-	_flow_delete BIT
+	_flow_delete BIT,
+	PRIMARY KEY (id)
 );
 
 -- mergeFromStore dbo.keys_only (binding 3)
@@ -335,6 +342,63 @@ SELECT 3 AS binding, (SELECT r.id AS id FOR JSON PATH, INCLUDE_NULL_VALUES, WITH
 SELECT 0 AS binding, (SELECT r.key1 AS key1, r.key2 AS key2, CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[key!binary]"))', 'VARCHAR(MAX)') AS "key!binary", r."123" AS "123", r."_meta/op" AS "_meta/op", r."a""string`with`quote'characters" AS "a""string`with`quote'characters", r."a]b" AS "a]b", JSON_QUERY(r."array") AS "array", CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[binary]"))', 'VARCHAR(MAX)') AS "binary", r."boolean" AS "boolean", FORMAT(r."dateField", 'yyyy-MM-dd') AS "dateField", FORMAT(r."dateTimeField" AT TIME ZONE 'UTC', 'yyyy-MM-ddTHH:mm:ss.FFFFFFF') + 'Z' AS "dateTimeField", r."dotted.name" AS "dotted.name", r.field_with_projection AS field_with_projection, r."integer" AS "integer", r."integerGt64Bit" AS "integerGt64Bit", r."integerWithUserDDL" AS "integerWithUserDDL", r."key" AS "key", r.multiple AS multiple, r."nonAsciiκόσμε" AS "nonAsciiκόσμε", r.number AS number, r."numberCastToString" AS "numberCastToString", JSON_QUERY(r."object") AS "object", r."Select" AS "Select", r.string AS string, r."stringHuge" AS "stringHuge", CAST(r."stringInteger" AS NVARCHAR(MAX)) AS "stringInteger", CAST(r."stringInteger39Chars" AS NVARCHAR(MAX)) AS "stringInteger39Chars", CAST(r."stringNumber" AS NVARCHAR(MAX)) AS "stringNumber", r."stringSized" AS "stringSized", FORMAT(r."timeField", 'HH:mm:ss.FFFFFFF') AS "timeField", r."uuidField" AS "uuidField", r."with space" AS "with space", r.é AS é FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
 	FROM #flow_temp_load_0 AS l
 	JOIN dbo.key_value AS r ON r.key1 = l.key1 AND r.key2 = l.key2 AND r."key!binary" = l."key!binary";
+
+-- createTable dbo.user_ddl (user DDL)
+IF OBJECT_ID(N'[dbo].[user_ddl]', N'U') IS NULL
+CREATE TABLE dbo.user_ddl (
+	ts DATETIMEOFFSET(3) NOT NULL,
+	id CHAR(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	amount MONEY,
+	big NUMERIC(38, 10),
+	code NCHAR(4),
+	hash BINARY(16),
+	label VARCHAR(20) COLLATE Latin1_General_CI_AS,
+	n INT,
+	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	PRIMARY KEY (ts, id)
+);
+
+-- createLoadTable dbo.user_ddl (user DDL)
+CREATE TABLE #flow_temp_load_4 (
+	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	id varchar(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	PRIMARY KEY (ts, id)
+);
+
+-- createStoreTable dbo.user_ddl (user DDL)
+CREATE TABLE #flow_temp_store_4 (
+	ts nvarchar(450) COLLATE Latin1_General_100_BIN2 NOT NULL,
+	id varchar(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	amount nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
+	big NUMERIC(38, 10),
+	code nvarchar(4),
+	hash varbinary(16),
+	label VARCHAR(20) COLLATE Latin1_General_CI_AS,
+	n INT,
+	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
+	_flow_delete BIT,
+	PRIMARY KEY (ts, id)
+);
+
+-- mergeFromStore dbo.user_ddl (user DDL)
+MERGE INTO dbo.user_ddl AS l
+USING #flow_temp_store_4 AS r
+ON l.ts = CAST(r.ts AS DATETIMEOFFSET(3)) AND l.id = CAST(r.id AS CHAR(12))
+WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
+WHEN MATCHED THEN UPDATE SET l.amount = r.amount, l.big = r.big, l.code = r.code, l.hash = r.hash, l.label = r.label, l.n = r.n, l.flow_document = r.flow_document
+WHEN NOT MATCHED AND r._flow_delete = 0 THEN
+	INSERT (ts, id, amount, big, code, hash, label, n, flow_document)
+	VALUES (r.ts, r.id, r.amount, r.big, r.code, r.hash, r.label, r.n, r.flow_document);
+
+-- copyFromStore dbo.user_ddl (user DDL)
+INSERT INTO dbo.user_ddl (ts, id, amount, big, code, hash, label, n, flow_document)
+SELECT ts, id, amount, big, code, hash, label, n, flow_document FROM #flow_temp_store_4
+WHERE _flow_delete = 0;
+
+-- loadQuery dbo.user_ddl (user DDL)
+SELECT 4 AS binding, r.flow_document AS doc
+	FROM #flow_temp_load_4 AS l
+	JOIN dbo.user_ddl AS r ON r.ts = CAST(l.ts AS DATETIMEOFFSET(3)) AND r.id = CAST(l.id AS CHAR(12));
 
 -- addColumns key_value
 ALTER TABLE dbo.key_value ADD

@@ -63,7 +63,8 @@ CREATE TABLE dbo.key_value (
 CREATE TABLE #flow_temp_load_0 (
 	key1 BIGINT NOT NULL,
 	key2 BIT NOT NULL,
-	"key!binary" VARBINARY(900) NOT NULL
+	"key!binary" VARBINARY(900) NOT NULL,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 
 -- truncateLoad dbo.key_value (binding 0)
@@ -75,39 +76,40 @@ CREATE TABLE #flow_temp_store_0 (
 	key2 BIT NOT NULL,
 	"key!binary" VARBINARY(900) NOT NULL,
 	"123" BIGINT,
-	"_meta/op" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a""string`with`quote'characters" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"a]b" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"array" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"_meta/op" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a""string`with`quote'characters" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"a]b" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"array" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"binary" VARBINARY(MAX),
 	"boolean" BIT,
 	"dateField" DATE,
 	"dateTimeField" DATETIME2,
-	"dotted.name" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	field_with_projection nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"dotted.name" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	field_with_projection varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	flow_published_at DATETIME2,
 	"integer" BIGINT,
-	"integerGt64Bit" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"integerWithUserDDL" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"key" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	multiple nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"nonAsciiκόσμε" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerGt64Bit" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"integerWithUserDDL" DECIMAL(20),
+	"key" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	multiple varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"nonAsciiκόσμε" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	number DOUBLE PRECISION,
-	"numberCastToString" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"object" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"Select" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	string nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"stringHuge" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"numberCastToString" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"object" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"Select" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	string varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringHuge" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringInteger" BIGINT,
-	"stringInteger39Chars" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringInteger39Chars" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
 	"stringNumber" DOUBLE PRECISION,
-	"stringSized" nvarchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
+	"stringSized" varchar(64) COLLATE Latin1_General_100_BIN2_UTF8,
 	"timeField" TIME,
-	"uuidField" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	"with space" nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	é nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT
+	"uuidField" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	"with space" varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	é varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT,
+	PRIMARY KEY (key1, key2, "key!binary")
 );
 
 -- mergeFromStore dbo.key_value (binding 0)
@@ -155,7 +157,8 @@ CREATE TABLE "Weird ""Schema"""."delta updates" (
 
 -- createLoadTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_load_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
+	"theKey" varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	PRIMARY KEY ("theKey")
 );
 
 -- truncateLoad Weird "Schema".delta updates (binding 1, delta)
@@ -163,7 +166,7 @@ TRUNCATE TABLE #flow_temp_load_1;
 
 -- createStoreTable Weird "Schema".delta updates (binding 1, delta)
 CREATE TABLE #flow_temp_store_1 (
-	"theKey" nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	"theKey" varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
 	"aValue" BIGINT,
 	flow_published_at DATETIME2,
 	_flow_delete BIT
@@ -172,7 +175,7 @@ CREATE TABLE #flow_temp_store_1 (
 -- mergeFromStore Weird "Schema".delta updates (binding 1, delta)
 MERGE INTO "Weird ""Schema"""."delta updates" AS l
 USING #flow_temp_store_1 AS r
-ON l."theKey" = CAST(r."theKey" AS varchar(900))
+ON l."theKey" = r."theKey"
 WHEN MATCHED THEN UPDATE SET l."aValue" = r."aValue", l.flow_published_at = r.flow_published_at
 WHEN NOT MATCHED THEN
 	INSERT ("theKey", "aValue", flow_published_at)
@@ -213,8 +216,9 @@ CREATE TABLE "order" (
 
 -- createLoadTable order (binding 2)
 CREATE TABLE #flow_temp_load_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	PRIMARY KEY (ts, id)
 );
 
 -- truncateLoad order (binding 2)
@@ -222,16 +226,17 @@ TRUNCATE TABLE #flow_temp_load_2;
 
 -- createStoreTable order (binding 2)
 CREATE TABLE #flow_temp_store_2 (
-	ts nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	id nvarchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
-	flow_document nvarchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
-	_flow_delete BIT
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT,
+	PRIMARY KEY (ts, id)
 );
 
 -- mergeFromStore order (binding 2)
 MERGE INTO "order" AS l
 USING #flow_temp_store_2 AS r
-ON l.ts = CAST(r.ts AS varchar(900)) AND l.id = CAST(r.id AS varchar(900))
+ON l.ts = r.ts AND l.id = r.id
 WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
 WHEN MATCHED THEN UPDATE SET l.flow_document = r.flow_document
 WHEN NOT MATCHED AND r._flow_delete = 0 THEN
@@ -272,7 +277,8 @@ CREATE TABLE dbo.keys_only (
 
 -- createLoadTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_load_3 (
-	id BIGINT NOT NULL
+	id BIGINT NOT NULL,
+	PRIMARY KEY (id)
 );
 
 -- truncateLoad dbo.keys_only (binding 3)
@@ -281,7 +287,8 @@ TRUNCATE TABLE #flow_temp_load_3;
 -- createStoreTable dbo.keys_only (binding 3)
 CREATE TABLE #flow_temp_store_3 (
 	id BIGINT NOT NULL,
-	_flow_delete BIT
+	_flow_delete BIT,
+	PRIMARY KEY (id)
 );
 
 -- mergeFromStore dbo.keys_only (binding 3)
@@ -325,7 +332,7 @@ SELECT 0 AS binding, r.flow_document AS doc
 UNION ALL
 SELECT 2 AS binding, r.flow_document AS doc
 	FROM #flow_temp_load_2 AS l
-	JOIN "order" AS r ON r.ts = CAST(l.ts AS varchar(900)) AND r.id = CAST(l.id AS varchar(900))
+	JOIN "order" AS r ON r.ts = l.ts AND r.id = l.id
 UNION ALL
 SELECT 3 AS binding, (SELECT r.id AS id FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
 	FROM #flow_temp_load_3 AS l
@@ -335,6 +342,63 @@ SELECT 3 AS binding, (SELECT r.id AS id FOR JSON PATH, INCLUDE_NULL_VALUES, WITH
 SELECT 0 AS binding, (SELECT r.key1 AS key1, r.key2 AS key2, CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[key!binary]"))', 'VARCHAR(MAX)') AS "key!binary", r."123" AS "123", r."_meta/op" AS "_meta/op", r."a""string`with`quote'characters" AS "a""string`with`quote'characters", r."a]b" AS "a]b", JSON_QUERY(r."array") AS "array", CAST(N'' AS XML).value(N'xs:base64Binary(sql:column("r.[binary]"))', 'VARCHAR(MAX)') AS "binary", r."boolean" AS "boolean", FORMAT(r."dateField", 'yyyy-MM-dd') AS "dateField", FORMAT(r."dateTimeField" AT TIME ZONE 'UTC', 'yyyy-MM-ddTHH:mm:ss.FFFFFFF') + 'Z' AS "dateTimeField", r."dotted.name" AS "dotted.name", r.field_with_projection AS field_with_projection, r."integer" AS "integer", r."integerGt64Bit" AS "integerGt64Bit", r."integerWithUserDDL" AS "integerWithUserDDL", r."key" AS "key", r.multiple AS multiple, r."nonAsciiκόσμε" AS "nonAsciiκόσμε", r.number AS number, r."numberCastToString" AS "numberCastToString", JSON_QUERY(r."object") AS "object", r."Select" AS "Select", r.string AS string, r."stringHuge" AS "stringHuge", CAST(r."stringInteger" AS NVARCHAR(MAX)) AS "stringInteger", CAST(r."stringInteger39Chars" AS NVARCHAR(MAX)) AS "stringInteger39Chars", CAST(r."stringNumber" AS NVARCHAR(MAX)) AS "stringNumber", r."stringSized" AS "stringSized", FORMAT(r."timeField", 'HH:mm:ss.FFFFFFF') AS "timeField", r."uuidField" AS "uuidField", r."with space" AS "with space", r.é AS é FOR JSON PATH, INCLUDE_NULL_VALUES, WITHOUT_ARRAY_WRAPPER) AS doc
 	FROM #flow_temp_load_0 AS l
 	JOIN dbo.key_value AS r ON r.key1 = l.key1 AND r.key2 = l.key2 AND r."key!binary" = l."key!binary";
+
+-- createTable dbo.user_ddl (user DDL)
+IF OBJECT_ID(N'[dbo].[user_ddl]', N'U') IS NULL
+CREATE TABLE dbo.user_ddl (
+	ts DATETIMEOFFSET(3) NOT NULL,
+	id CHAR(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	amount MONEY,
+	big NUMERIC(38, 10),
+	code NCHAR(4),
+	hash BINARY(16),
+	label VARCHAR(20) COLLATE Latin1_General_CI_AS,
+	n INT,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	PRIMARY KEY (ts, id)
+);
+
+-- createLoadTable dbo.user_ddl (user DDL)
+CREATE TABLE #flow_temp_load_4 (
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	PRIMARY KEY (ts, id)
+);
+
+-- createStoreTable dbo.user_ddl (user DDL)
+CREATE TABLE #flow_temp_store_4 (
+	ts varchar(900) COLLATE Latin1_General_100_BIN2_UTF8 NOT NULL,
+	id varchar(12) COLLATE Latin1_General_CI_AS NOT NULL,
+	amount varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	big NUMERIC(38, 10),
+	code nvarchar(4),
+	hash varbinary(16),
+	label VARCHAR(20) COLLATE Latin1_General_CI_AS,
+	n INT,
+	flow_document varchar(MAX) COLLATE Latin1_General_100_BIN2_UTF8,
+	_flow_delete BIT,
+	PRIMARY KEY (ts, id)
+);
+
+-- mergeFromStore dbo.user_ddl (user DDL)
+MERGE INTO dbo.user_ddl AS l
+USING #flow_temp_store_4 AS r
+ON l.ts = CAST(r.ts AS DATETIMEOFFSET(3)) AND l.id = CAST(r.id AS CHAR(12))
+WHEN MATCHED AND r._flow_delete = 1 THEN DELETE
+WHEN MATCHED THEN UPDATE SET l.amount = r.amount, l.big = r.big, l.code = r.code, l.hash = r.hash, l.label = r.label, l.n = r.n, l.flow_document = r.flow_document
+WHEN NOT MATCHED AND r._flow_delete = 0 THEN
+	INSERT (ts, id, amount, big, code, hash, label, n, flow_document)
+	VALUES (r.ts, r.id, r.amount, r.big, r.code, r.hash, r.label, r.n, r.flow_document);
+
+-- copyFromStore dbo.user_ddl (user DDL)
+INSERT INTO dbo.user_ddl (ts, id, amount, big, code, hash, label, n, flow_document)
+SELECT ts, id, amount, big, code, hash, label, n, flow_document FROM #flow_temp_store_4
+WHERE _flow_delete = 0;
+
+-- loadQuery dbo.user_ddl (user DDL)
+SELECT 4 AS binding, r.flow_document AS doc
+	FROM #flow_temp_load_4 AS l
+	JOIN dbo.user_ddl AS r ON r.ts = CAST(l.ts AS DATETIMEOFFSET(3)) AND r.id = CAST(l.id AS CHAR(12));
 
 -- addColumns key_value
 ALTER TABLE dbo.key_value ADD
