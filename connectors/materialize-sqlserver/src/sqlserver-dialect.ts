@@ -63,6 +63,8 @@ export const USER_DDL_STAGED_AS_IS: ReadonlySet<string> = new Set([
   'bigint', 'int', 'smallint', 'tinyint', 'bit', 'float', 'real', 'decimal', 'numeric',
   'date', 'datetime2', 'time', 'datetime', 'smalldatetime', 'varchar', 'nvarchar', 'varbinary', 'uniqueidentifier',
 ]);
+/** Character types: they carry a collation. */
+const CHARACTER_TYPES: ReadonlySet<string> = new Set(['char', 'varchar', 'nchar', 'nvarchar']);
 /** Fixed-length user-DDL types staged as their variable-length twins (same size and collation). */
 const FIXED_TO_VARIABLE: Readonly<Record<string, string>> = { char: 'varchar', nchar: 'nvarchar', binary: 'varbinary' };
 
@@ -193,6 +195,9 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     const mapped: MappedType = { ddl, userDdl: true, toParam: userDdlParam(base, field) };
     if (fixed !== undefined) mapped.stagingDdl = ddl.replace(/^\s*[A-Za-z]+/, fixed);
     else if (!USER_DDL_STAGED_AS_IS.has(base)) mapped.stagingDdl = input.role === 'key' ? PKTEXT : TEXT;
+    // A character column without COLLATE takes the database's default collation in the target, but tempdb's in a
+    // #temp table: staging says DATABASE_DEFAULT (the current database's), so both sides compare and convert alike.
+    if (CHARACTER_TYPES.has(base) && !/\bCOLLATE\b/i.test(ddl)) mapped.stagingDdl = `${mapped.stagingDdl ?? ddl} COLLATE DATABASE_DEFAULT`;
     return mapped;
   }
 

@@ -158,7 +158,8 @@ describe('type mapping', () => {
     assert.equal(u(['integer'], 'INT').toParam(7), 7);
     assert.equal(u(['integer'], 'INT').stagingDdl, undefined);
     assert.equal(u(['string'], 'VARCHAR(20) COLLATE Latin1_General_CI_AS').stagingDdl, undefined);
-    assert.equal(u(['string'], 'CHAR(4)').stagingDdl, 'varchar(4)');
+    assert.equal(u(['string'], 'CHAR(4)').stagingDdl, 'varchar(4) COLLATE DATABASE_DEFAULT', 'tempdb\'s default collation is not the database\'s');
+    assert.equal(u(['string'], 'nvarchar(10)').stagingDdl, 'nvarchar(10) COLLATE DATABASE_DEFAULT');
     assert.equal(u(['string'], 'nchar(2) COLLATE Latin1_General_CI_AS').stagingDdl, 'nvarchar(2) COLLATE Latin1_General_CI_AS');
     assert.deepEqual(u(['string'], 'BINARY(3)', 'value', { string: { contentEncoding: 'base64' } }).toParam('AAEC'), Buffer.from([0, 1, 2]));
     assert.equal(u(['string'], 'BINARY(3)').stagingDdl, 'varbinary(3)');

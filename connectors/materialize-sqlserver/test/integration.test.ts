@@ -241,7 +241,7 @@ describe('SQL Server integration', () => {
     const key = 'κλειδί-✓';
     const st = (amount: bigint, o: Partial<DecodedStore> = {}): DecodedStore => ({
       binding: 0, key: [key], values: [amount, 12.5, '-1234567890123456789012345678.1234567891', 'ab'], keyPacked: '', exists: false, delete: false,
-      doc: { k: key, amount: Number(amount) }, ...o,
+      doc: { k: key, amount: amount.toString() }, ...o,
     });
     try {
       await transactor.acknowledge();

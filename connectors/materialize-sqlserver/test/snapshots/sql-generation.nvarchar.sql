@@ -371,7 +371,7 @@ CREATE TABLE #flow_temp_store_4 (
 	id varchar(12) COLLATE Latin1_General_CI_AS NOT NULL,
 	amount nvarchar(MAX) COLLATE Latin1_General_100_BIN2,
 	big NUMERIC(38, 10),
-	code nvarchar(4),
+	code nvarchar(4) COLLATE DATABASE_DEFAULT,
 	hash varbinary(16),
 	label VARCHAR(20) COLLATE Latin1_General_CI_AS,
 	n INT,
