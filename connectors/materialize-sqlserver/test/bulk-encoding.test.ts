@@ -88,6 +88,11 @@ describe('bulk load encoding of staging column types', () => {
       col('label', 'VARCHAR(20) COLLATE Latin1_General_CI_AS'),
       col('ns', 'nvarchar(450) COLLATE Latin1_General_100_BIN2'),
       col('u', 'UNIQUEIDENTIFIER'),
+      col('si', 'SMALLINT'),
+      col('ti', 'TINYINT'),
+      col('r', 'REAL'),
+      col('dt', 'DATETIME'),
+      col('sdt', 'SMALLDATETIME'),
       col('_flow_delete', 'boolean', false),
     ],
   };
@@ -95,8 +100,8 @@ describe('bulk load encoding of staging column types', () => {
   const rows: SqlParam[][] = [
     ['κόσμε-1', 2n ** 62n + 1n, -2147483648, '18446744073709551615', '-1234567890123456789012345678.1234567890', 0.1, true, '2024-02-29',
       '2024-05-01T12:34:56.1234567Z', '23:59:59.9999999', new Uint8Array([0, 255, 7]), '日本語 ✓ \u{1F600}', 'café', 'ünï',
-      '0e984725-c51c-4bf4-9960-e1c80e27aba0', false],
-    ['k2', null, null, null, null, null, null, null, null, null, null, null, null, null, null, true],
+      '0e984725-c51c-4bf4-9960-e1c80e27aba0', -32768, 255, 1.5, '2024-05-01T12:34:56.127Z', '2024-05-01T12:34:00Z', false],
+    ['k2', null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, null, true],
   ];
 
   it('declares the staging types in INSERT BULK and carries every value exactly', async () => {
@@ -107,7 +112,8 @@ describe('bulk load encoding of staging column types', () => {
     const insert = captured.batches.find((b) => b.startsWith('insert bulk'));
     assert.equal(insert, 'insert bulk #flow_temp_store_0([k] varchar(900), [big] bigint, [n] int, [d20] decimal(20, 0), '
       + '[d38] decimal(38, 10), [dbl] float, [b] bit, [day] date, [ts] datetime2(7), [tod] time(7), [bin] varbinary(900), '
-      + '[s] varchar(max), [label] varchar(20), [ns] nvarchar(450), [u] uniqueidentifier, [_flow_delete] bit) WITH (KEEP_NULLS)');
+      + '[s] varchar(max), [label] varchar(20), [ns] nvarchar(450), [u] uniqueidentifier, [si] smallint, [ti] tinyint, [r] real, '
+      + '[dt] datetime, [sdt] smalldatetime, [_flow_delete] bit) WITH (KEEP_NULLS)');
 
     const decoded = await decode(captured.payload);
     const meta = Object.fromEntries(decoded.columns.map((c) => [c.colName, c]));
@@ -131,9 +137,12 @@ describe('bulk load encoding of staging column types', () => {
     assert.equal(r1![12], 'café', 'a code-page column gets its own encoding');
     assert.equal(r1![13], 'ünï');
     assert.equal(r1![14], '0e984725-c51c-4bf4-9960-e1c80e27aba0');
-    assert.equal(r1![15], false);
-    assert.deepEqual(r2!.slice(1, 15), Array(14).fill(null), 'NULLs stay NULL in every type');
-    assert.equal(r2![15], true);
+    assert.deepEqual(r1!.slice(15, 18), [-32768, 255, 1.5]);
+    assert.equal((r1![18] as Date).toISOString(), '2024-05-01T12:34:56.127Z', 'DATETIME (1/300 s) holds .127 as .127');
+    assert.equal((r1![19] as Date).toISOString(), '2024-05-01T12:34:00.000Z');
+    assert.equal(r1![20], false);
+    assert.deepEqual(r2!.slice(1, 20), Array(19).fill(null), 'NULLs stay NULL in every type');
+    assert.equal(r2![20], true);
 
     // DECIMAL bytes: sign (1 = positive) then the scaled magnitude, little-endian, in 8 (p ≤ 19)… 16 bytes (p ≤ 38).
     const magnitude = (bytes: Buffer) => bytes.subarray(1).reduceRight((acc, b) => (acc << 8n) | BigInt(b), 0n) * (bytes[0] === 1 ? 1n : -1n);
