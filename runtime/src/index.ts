@@ -12,7 +12,7 @@ export * from './protocol/uuid.ts';
 export * from './errors.ts';
 export * from './log.ts';
 export * from './connector/config.ts';
-export type { FromSchema } from './connector/from-schema.ts';
+export type { FromSchema, FromSchemaDef, FromSchemaOptions } from './connector/from-schema.ts';
 export * from './connector/async-queue.ts';
 export { type ServeOptions } from './connector/session.ts';
 export * from './connector/capture.ts';

@@ -1,5 +1,8 @@
 // Endpoint and resource configuration: the JSON Schemas are the single source of truth; the TypeScript
-// types are derived from them. schemas/materialize-sqlite.*.schema.json are written from these (drift test).
+// types are derived from them (the runtime's FromSchema). schemas/materialize-sqlite.*.schema.json are written
+// from these (drift test).
+
+import type { FromSchema } from '@sluice/runtime';
 
 export const endpointSchema = {
   $schema: 'https://json-schema.org/draft/2020-12/schema',
@@ -55,14 +58,6 @@ export const resourceSchema = {
   },
 } as const;
 
-// Schema → type: properties that are required or have a default are present after validation.
-type PropType<P> = P extends { type: 'string' } ? string : P extends { type: 'boolean' } ? boolean : P extends { type: 'integer' | 'number' } ? number : unknown;
-type Present<S extends { properties: object; required: readonly string[] }> = {
-  [K in keyof S['properties']]: K extends S['required'][number] ? K : S['properties'][K] extends { default: unknown } ? K : never
-}[keyof S['properties']];
-type FromSchema<S extends { properties: object; required: readonly string[] }> =
-  { readonly [K in Present<S>]: PropType<S['properties'][K]> } &
-  { readonly [K in Exclude<keyof S['properties'], Present<S>>]?: PropType<S['properties'][K]> };
-
-export type EndpointConfig = FromSchema<typeof endpointSchema>;
-export type ResourceConfig = FromSchema<typeof resourceSchema>;
+// The runtime's validator applies defaults: properties that are required or have a default are present.
+export type EndpointConfig = FromSchema<typeof endpointSchema, { defaults: true }>;
+export type ResourceConfig = FromSchema<typeof resourceSchema, { defaults: true }>;

@@ -1,6 +1,8 @@
 // Catalog loading: flow.yaml → validated Catalog with built collection specs; reductions by schema.
 export * from './types.ts';
-export { loadCatalog, isValidName, parseInterval, withMeta, catalogSchema, DEFAULT_INTERVAL_SECONDS } from './load.ts';
+export { loadCatalog, isValidName, parseInterval, withMeta, DEFAULT_INTERVAL_SECONDS } from './load.ts';
+export { catalogSchema } from './catalog-schema.ts';
+export type { CatalogFile } from './catalog-schema.ts';
 export { CatalogError, formatProblem } from './errors.ts';
 export type { CatalogProblem } from './errors.ts';
 export { reduceDocuments, combineByKey, createReducer, SUPPORTED_STRATEGIES } from './reduce.ts';

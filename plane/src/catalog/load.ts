@@ -2,16 +2,17 @@
 // rules a JSON Schema cannot say: names resolve, keys are well-typed, reduce strategies are supported,
 // partition and field selections name real fields) and builds each collection's spec. Every problem
 // found is reported together, each with file, line, JSON pointer and what to do.
-import { readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { closestName, pointerOf, resolvePointer, unescapePointerToken } from '@sluice/runtime';
 import type { CollectionSpec, JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import type {
-  CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, OnIncompatibleSchemaChange, PartitionSelectorDef, TestDef, TestStep,
+  CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, PartitionSelectorDef, TestDef, TestStep,
 } from './types.ts';
 import { createAjv } from './ajv.ts';
-import type { ErrorObject } from './ajv.ts';
+import type { ErrorObject, ValidateFunction } from './ajv.ts';
+import { catalogSchema, NAME_PATTERN } from './catalog-schema.ts';
+import type { CaptureFile, CatalogFile, CollectionFile, EndpointFile, MaterializationFile, TestFile } from './catalog-schema.ts';
 import { CatalogError, escapeControls } from './errors.ts';
 import type { CatalogProblem } from './errors.ts';
 import { buildProjections } from './projections.ts';
@@ -23,28 +24,25 @@ import type { ReadSchemaFile, SchemaRole } from './schema-refs.ts';
 import type { Shape } from './shape.ts';
 import { readSourceText, SourceFile } from './source-file.ts';
 
-const CATALOG_SCHEMA_PATH = fileURLToPath(new URL('../../../schemas/catalog.schema.json', import.meta.url));
-export const catalogSchema: JsonObject = JSON.parse(readFileSync(CATALOG_SCHEMA_PATH, 'utf8')) as JsonObject;
-
-// As schemas/catalog.schema.json's Name: components that are `.` or `..` would be path traversal wherever a
-// name becomes a path (journal names, data-dir files, connector resources).
-const NAME_RE = /^(?!\.{1,2}(\/|$))(?!.*\/\.{1,2}(\/|$))[\p{L}\p{N}\-_.]+(\/[\p{L}\p{N}\-_.]+)*$/u;
+// The schema's Name: components that are `.` or `..` would be path traversal wherever a name becomes a path
+// (journal names, data-dir files, connector resources).
 const NAME_RULE = "one or more components of Unicode letters, numbers, '-', '_' or '.' (a component may not be '.' or '..'), separated by '/', with no empty component and no leading or trailing '/'";
 /** Flow's default interval between capture runs. */
 export const DEFAULT_INTERVAL_SECONDS = 300;
 const KEY_TYPES = new Set(['string', 'integer', 'boolean']);
 
 export function isValidName(name: string): boolean {
-  return NAME_RE.test(name);
+  return NAME_PATTERN.test(name);
 }
 
-let validateCatalogFile: ReturnType<ReturnType<typeof createAjv>['compile']> | undefined;
-function catalogValidator() {
-  validateCatalogFile ??= createAjv({ verbose: true }).compile(catalogSchema);
+let validateCatalogFile: ValidateFunction<CatalogFile> | undefined;
+function catalogValidator(): ValidateFunction<CatalogFile> {
+  validateCatalogFile ??= createAjv({ verbose: true }).compile<CatalogFile>(catalogSchema);
   return validateCatalogFile;
 }
 
-interface Entry { name: string; src: SourceFile; pointer: string; raw: JsonObject | JsonValue[] }
+/** A definition of a catalog file that validated against catalogSchema, as written (`raw`), and where it is. */
+interface Entry<T = unknown> { kind: Kind; name: string; src: SourceFile; pointer: string; raw: T }
 type Kind = 'collections' | 'captures' | 'materializations' | 'tests';
 const SINGULAR: Record<Kind, string> = { collections: 'collection', captures: 'capture', materializations: 'materialization', tests: 'test' };
 
@@ -57,9 +55,10 @@ export async function loadCatalog(file: string): Promise<Catalog> {
 class Loader {
   readonly problems: CatalogProblem[] = [];
   readonly files = new Map<string, SourceFile>();
-  readonly entries: Record<Kind, Map<string, Entry>> = {
-    collections: new Map(), captures: new Map(), materializations: new Map(), tests: new Map(),
-  };
+  readonly entries: {
+    collections: Map<string, Entry<CollectionFile>>; captures: Map<string, Entry<CaptureFile>>;
+    materializations: Map<string, Entry<MaterializationFile>>; tests: Map<string, Entry<TestFile>>;
+  } = { collections: new Map(), captures: new Map(), materializations: new Map(), tests: new Map() };
   readonly shapes = new Map<string, Shape>();
 
   problem(src: SourceFile | string, pointer: string, message: string, key = false): void {
@@ -114,14 +113,14 @@ class Loader {
     const doc = src.value;
     if (doc === null) return; // an empty file is an empty catalog
     const validate = catalogValidator();
-    if (!validate(doc)) {
+    if (validate(doc)) {
+      // This file's own definitions are registered before its imports', so a duplicate is reported in the import.
+      this.register(src, doc);
+    } else {
       for (const p of schemaProblems(validate.errors ?? [])) this.problem(src, p.pointer, p.message, p.key);
     }
+    // The imports of an invalid file are still read (their problems are reported too).
     if (!isObject(doc)) return;
-    const valid = (validate.errors ?? []).length === 0;
-
-    // This file's own definitions are registered before its imports', so a duplicate is reported in the import.
-    if (valid) this.register(src, doc);
     if (Array.isArray(doc.import)) {
       for (const [i, imp] of doc.import.entries()) {
         if (typeof imp !== 'string') continue;
@@ -131,29 +130,29 @@ class Loader {
     }
   }
 
-  register(src: SourceFile, doc: JsonObject): void {
-    for (const kind of ['collections', 'captures', 'materializations', 'tests'] as const) {
-      const section = doc[kind];
-      if (!isObject(section)) continue;
-      for (const [name, raw] of Object.entries(section)) {
-        const pointer = pointerOf(kind, name);
-        const dup = this.findEntry(name);
-        if (dup) {
-          const pos = dup.src.locate(dup.pointer, true);
-          this.problem(src, pointer, `${SINGULAR[kind]} "${name}" is already defined as a ${dup.kind} at ${dup.src.path}:${pos.line}; catalog names must be unique across collections, captures, materializations and tests — rename one`, true);
-          continue;
-        }
-        this.entries[kind].set(name, { name, src, pointer, raw: raw as JsonObject });
+  register(src: SourceFile, doc: CatalogFile): void {
+    this.registerSection(src, 'collections', doc.collections, this.entries.collections);
+    this.registerSection(src, 'captures', doc.captures, this.entries.captures);
+    this.registerSection(src, 'materializations', doc.materializations, this.entries.materializations);
+    this.registerSection(src, 'tests', doc.tests, this.entries.tests);
+  }
+
+  registerSection<T>(src: SourceFile, kind: Kind, section: Record<string, T> | undefined, into: Map<string, Entry<T>>): void {
+    for (const [name, raw] of Object.entries(section ?? {})) {
+      const pointer = pointerOf(kind, name);
+      const dup = this.findEntry(name);
+      if (dup) {
+        const pos = dup.src.locate(dup.pointer, true);
+        this.problem(src, pointer, `${SINGULAR[kind]} "${name}" is already defined as a ${SINGULAR[dup.kind]} at ${dup.src.path}:${pos.line}; catalog names must be unique across collections, captures, materializations and tests — rename one`, true);
+        continue;
       }
+      into.set(name, { kind, name, src, pointer, raw });
     }
   }
 
-  findEntry(name: string): (Entry & { kind: string }) | undefined {
-    for (const kind of ['collections', 'captures', 'materializations', 'tests'] as const) {
-      const e = this.entries[kind].get(name);
-      if (e) return { ...e, kind: SINGULAR[kind] };
-    }
-    return undefined;
+  findEntry(name: string): Entry | undefined {
+    const { collections, captures, materializations, tests } = this.entries;
+    return collections.get(name) ?? captures.get(name) ?? materializations.get(name) ?? tests.get(name);
   }
 
   resolveImport(src: SourceFile, pointer: string, imp: string): string | undefined {
@@ -255,8 +254,8 @@ class Loader {
     return ok;
   }
 
-  async buildCollection(e: Entry): Promise<CollectionDef | undefined> {
-    const raw = e.raw as JsonObject;
+  async buildCollection(e: Entry<CollectionFile>): Promise<CollectionDef | undefined> {
+    const raw = e.raw;
     const at = (...segs: string[]) => e.pointer + pointerOf(...segs);
     const before = this.problems.length;
     if ('derive' in raw) {
@@ -288,7 +287,7 @@ class Loader {
     // Shapes come from the author's schemas: the `_meta` added above is not a projected field.
     const writeShape = shapeOf(write.schema);
     const readShape = read === write ? writeShape : shapeOf(read.schema);
-    const key = (raw.key as string[]);
+    const key = raw.key;
     for (const [i, ptr] of key.entries()) {
       for (const [label, shape] of read === write ? [['schema', writeShape] as const] : [['writeSchema', writeShape] as const, ['readSchema', readShape] as const]) {
         const why = keyProblem(shape, ptr);
@@ -297,27 +296,24 @@ class Loader {
     }
 
     const explicit: ExplicitProjection[] = [];
-    if (isObject(raw.projections)) {
-      for (const [field, p] of Object.entries(raw.projections)) {
-        const ptr = typeof p === 'string' ? p : isObject(p) && typeof p.location === 'string' ? p.location : undefined;
-        if (ptr === undefined) continue;
-        const partition = isObject(p) && p.partition === true;
-        const pAt = at('projections', field);
-        if (field.length === 0) this.problem(e.src, pAt, `collection "${e.name}": projection names must not be empty`, true);
-        if (field === 'flow_document' || field === 'flow_published_at') {
-          this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" is reserved; choose another field name`, true);
-          continue;
-        }
-        const located = locate(readShape, ptr);
-        if (located.exists === 'CANNOT') {
-          this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" points at ${ptr}, which cannot exist in documents of this schema; fix the location`);
-        }
-        if (partition) {
-          const why = keyProblem(readShape, ptr);
-          if (why) this.problem(e.src, pAt, `collection "${e.name}": logical partition "${field}" at ${ptr} ${why}; partition fields must always exist and be string, integer or boolean`);
-        }
-        explicit.push({ field, ptr, partition });
+    for (const [field, p] of Object.entries(raw.projections ?? {})) {
+      const ptr = typeof p === 'string' ? p : p.location;
+      const partition = typeof p !== 'string' && p.partition === true;
+      const pAt = at('projections', field);
+      if (field.length === 0) this.problem(e.src, pAt, `collection "${e.name}": projection names must not be empty`, true);
+      if (field === 'flow_document' || field === 'flow_published_at') {
+        this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" is reserved; choose another field name`, true);
+        continue;
       }
+      const located = locate(readShape, ptr);
+      if (located.exists === 'CANNOT') {
+        this.problem(e.src, pAt, `collection "${e.name}": projection "${field}" points at ${ptr}, which cannot exist in documents of this schema; fix the location`);
+      }
+      if (partition) {
+        const why = keyProblem(readShape, ptr);
+        if (why) this.problem(e.src, pAt, `collection "${e.name}": logical partition "${field}" at ${ptr} ${why}; partition fields must always exist and be string, integer or boolean`);
+      }
+      explicit.push({ field, ptr, partition });
     }
     if (this.problems.length > before) return undefined;
 
@@ -354,44 +350,41 @@ class Loader {
     return config;
   }
 
-  async buildEndpoint(e: Entry, raw: JsonObject): Promise<EndpointRef | undefined> {
-    const endpoint = raw.endpoint as JsonObject;
+  async buildEndpoint(e: Entry, endpoint: EndpointFile): Promise<EndpointRef | undefined> {
     const at = e.pointer + '/endpoint';
-    if (isObject(endpoint.connector)) {
-      const config = await this.resolveConfig(e.src, `${at}/connector/config`, endpoint.connector.config!, e.name);
-      return config && { kind: 'connector', image: endpoint.connector.image as string, config };
+    if (endpoint.connector) {
+      const config = await this.resolveConfig(e.src, `${at}/connector/config`, endpoint.connector.config, e.name);
+      return config && { kind: 'connector', image: endpoint.connector.image, config };
     }
-    if (isObject(endpoint.local)) {
-      const config = await this.resolveConfig(e.src, `${at}/local/config`, endpoint.local.config!, e.name);
-      const env = (isObject(endpoint.local.env) ? endpoint.local.env : {}) as Record<string, string>;
-      return config && { kind: 'local', command: endpoint.local.command as string[], config, env: { ...env } };
+    if (endpoint.local) {
+      const config = await this.resolveConfig(e.src, `${at}/local/config`, endpoint.local.config, e.name);
+      return config && { kind: 'local', command: endpoint.local.command, config, env: { ...endpoint.local.env } };
     }
-    if (isObject(endpoint.sqlite)) {
-      return { kind: 'sqlite', config: { path: resolve(dirname(e.src.path), endpoint.sqlite.path as string) } };
+    // Only a materialization's endpoint may be `sqlite` (a capture's schema has no such member).
+    if ('sqlite' in endpoint && endpoint.sqlite) {
+      return { kind: 'sqlite', config: { path: resolve(dirname(e.src.path), endpoint.sqlite.path) } };
     }
     return undefined;
   }
 
-  async buildCapture(e: Entry): Promise<CaptureDef | undefined> {
-    const raw = e.raw as JsonObject;
+  async buildCapture(e: Entry<CaptureFile>): Promise<CaptureDef | undefined> {
+    const raw = e.raw;
     const before = this.problems.length;
-    const endpoint = await this.buildEndpoint(e, raw);
-    if (endpoint?.kind === 'sqlite') this.problem(e.src, `${e.pointer}/endpoint/sqlite`, `capture "${e.name}": the sqlite endpoint is for materializations; use connector or local`, true);
+    const endpoint = await this.buildEndpoint(e, raw.endpoint);
     const bindings: CaptureDef['bindings'] = [];
-    for (const [i, b] of (raw.bindings as JsonObject[]).entries()) {
-      const target = b.target as string;
-      this.checkCollectionRef(e, `${e.pointer}/bindings/${i}/target`, target, 'target');
-      bindings.push({ resource: b.resource as JsonObject, target, disable: b.disable === true, backfill: typeof b.backfill === 'number' ? b.backfill : 0 });
+    for (const [i, b] of raw.bindings.entries()) {
+      this.checkCollectionRef(e, `${e.pointer}/bindings/${i}/target`, b.target, 'target');
+      bindings.push({ resource: b.resource, target: b.target, disable: b.disable === true, backfill: b.backfill ?? 0 });
     }
     let intervalSeconds = DEFAULT_INTERVAL_SECONDS;
-    if (typeof raw.interval === 'string') {
+    if (raw.interval !== undefined) {
       intervalSeconds = parseInterval(raw.interval);
       if (intervalSeconds <= 0) this.problem(e.src, `${e.pointer}/interval`, `capture "${e.name}": interval must be greater than zero`);
     }
     if (this.problems.length > before || !endpoint) return undefined;
     return {
       name: e.name, endpoint, bindings, intervalSeconds,
-      disabled: isObject(raw.shards) && raw.shards.disable === true,
+      disabled: raw.shards?.disable === true,
       source: { file: e.src.path, pointer: e.pointer },
     };
   }
@@ -399,44 +392,42 @@ class Loader {
   checkCollectionRef(e: Entry, pointer: string, name: string, role: string): boolean {
     if (this.entries.collections.has(name)) return true;
     const other = this.findEntry(name);
-    const hint = other ? `it is a ${other.kind}, not a collection` : `define it under "collections" (here or in an imported file) or fix the name`;
-    this.problem(e.src, pointer, `${SINGULAR[kindOf(e.pointer)]} "${e.name}": ${role} "${name}" is not a collection of this catalog; ${hint}`);
+    const hint = other ? `it is a ${SINGULAR[other.kind]}, not a collection` : `define it under "collections" (here or in an imported file) or fix the name`;
+    this.problem(e.src, pointer, `${SINGULAR[e.kind]} "${e.name}": ${role} "${name}" is not a collection of this catalog; ${hint}`);
     return false;
   }
 
-  async buildMaterialization(e: Entry, collections: Map<string, CollectionDef>): Promise<MaterializationDef | undefined> {
-    const raw = e.raw as JsonObject;
+  async buildMaterialization(e: Entry<MaterializationFile>, collections: Map<string, CollectionDef>): Promise<MaterializationDef | undefined> {
+    const raw = e.raw;
     const before = this.problems.length;
-    const endpoint = await this.buildEndpoint(e, raw);
+    const endpoint = await this.buildEndpoint(e, raw.endpoint);
     const bindings: MaterializationDef['bindings'] = [];
-    for (const [i, b] of (raw.bindings as JsonObject[]).entries()) {
+    for (const [i, b] of raw.bindings.entries()) {
       const bAt = `${e.pointer}/bindings/${i}`;
-      const srcObj = isObject(b.source) ? b.source : undefined;
-      const source = srcObj ? (srcObj.name as string) : (b.source as string);
+      const srcObj = typeof b.source === 'string' ? undefined : b.source;
+      const source = typeof b.source === 'string' ? b.source : b.source.name;
       const sourceAt = srcObj ? `${bAt}/source/name` : `${bAt}/source`;
       if (!this.checkCollectionRef(e, sourceAt, source, 'source')) continue;
       const coll = collections.get(source);
-      if (srcObj && isObject(srcObj.partitions) && isObject(b.partitions)) {
+      if (srcObj?.partitions && b.partitions) {
         this.problem(e.src, `${bAt}/partitions`, `materialization "${e.name}": partitions are given both in the binding and in its source; keep one`, true);
       }
-      const partRaw = (isObject(b.partitions) ? b.partitions : srcObj && isObject(srcObj.partitions) ? srcObj.partitions : {}) as JsonObject;
-      const partAt = isObject(b.partitions) ? `${bAt}/partitions` : `${bAt}/source/partitions`;
+      const partRaw = b.partitions ?? srcObj?.partitions ?? {};
+      const partAt = b.partitions ? `${bAt}/partitions` : `${bAt}/source/partitions`;
       const partitions: PartitionSelectorDef = { include: {}, exclude: {} };
       for (const side of ['include', 'exclude'] as const) {
-        if (!isObject(partRaw[side])) continue;
-        for (const [field, values] of Object.entries(partRaw[side])) {
+        for (const [field, values] of Object.entries(partRaw[side] ?? {})) {
           if (coll && !(coll.spec.partitionFields ?? []).includes(field)) {
             const have = coll.spec.partitionFields ?? [];
             this.problem(e.src, `${partAt}/${side}/${field}`, `materialization "${e.name}": "${field}" is not a logical partition of collection "${source}"; ${have.length ? `its partitions are ${have.map((f) => `"${f}"`).join(', ')}` : 'it has no logical partitions (declare a projection with partition: true)'}`, true);
           }
-          partitions[side][field] = values as (string | number | boolean)[];
+          partitions[side][field] = values;
         }
       }
-      const fieldsRaw = isObject(b.fields) ? b.fields : {};
       const fields: FieldsDef = {
-        recommended: fieldsRaw.recommended !== false,
-        include: isObject(fieldsRaw.include) ? { ...fieldsRaw.include } : {},
-        exclude: Array.isArray(fieldsRaw.exclude) ? (fieldsRaw.exclude as string[]) : [],
+        recommended: b.fields?.recommended !== false,
+        include: { ...b.fields?.include },
+        exclude: b.fields?.exclude ?? [],
       };
       if (coll) {
         const names = new Set((coll.spec.projections ?? []).map((p) => p.field));
@@ -450,43 +441,39 @@ class Loader {
         }
       }
       const binding: MaterializationDef['bindings'][number] = {
-        source, resource: b.resource as JsonObject, partitions, fields,
-        disable: b.disable === true, backfill: typeof b.backfill === 'number' ? b.backfill : 0,
+        source, resource: b.resource, partitions, fields,
+        disable: b.disable === true, backfill: b.backfill ?? 0,
       };
-      if (typeof b.onIncompatibleSchemaChange === 'string') binding.onIncompatibleSchemaChange = b.onIncompatibleSchemaChange as OnIncompatibleSchemaChange;
-      if (srcObj && typeof srcObj.notBefore === 'string') binding.notBefore = srcObj.notBefore;
-      if (srcObj && typeof srcObj.notAfter === 'string') binding.notAfter = srcObj.notAfter;
+      if (b.onIncompatibleSchemaChange !== undefined) binding.onIncompatibleSchemaChange = b.onIncompatibleSchemaChange;
+      if (srcObj?.notBefore !== undefined) binding.notBefore = srcObj.notBefore;
+      if (srcObj?.notAfter !== undefined) binding.notAfter = srcObj.notAfter;
       bindings.push(binding);
     }
     if (this.problems.length > before || !endpoint) return undefined;
-    const def: MaterializationDef = { name: e.name, endpoint, bindings, disabled: isObject(raw.shards) && raw.shards.disable === true, source: { file: e.src.path, pointer: e.pointer } };
-    if (typeof raw.onIncompatibleSchemaChange === 'string') def.onIncompatibleSchemaChange = raw.onIncompatibleSchemaChange as OnIncompatibleSchemaChange;
+    const def: MaterializationDef = { name: e.name, endpoint, bindings, disabled: raw.shards?.disable === true, source: { file: e.src.path, pointer: e.pointer } };
+    if (raw.onIncompatibleSchemaChange !== undefined) def.onIncompatibleSchemaChange = raw.onIncompatibleSchemaChange;
     return def;
   }
 
-  async buildTest(e: Entry): Promise<TestDef | undefined> {
+  async buildTest(e: Entry<TestFile>): Promise<TestDef | undefined> {
     const before = this.problems.length;
     const steps: TestStep[] = [];
-    for (const [i, step] of (e.raw as JsonObject[]).entries()) {
+    for (const [i, step] of e.raw.entries()) {
       const sAt = `${e.pointer}/${i}`;
-      const kinds = (['ingest', 'verify'] as const).filter((k) => k in step);
-      if (kinds.length !== 1) {
+      const kind = step.ingest !== undefined ? 'ingest' : 'verify';
+      const body = step.ingest ?? step.verify;
+      if (body === undefined || (step.ingest !== undefined && step.verify !== undefined)) {
         this.problem(e.src, sAt, `test "${e.name}": step ${i} must have exactly one of "ingest" or "verify"`);
         continue;
       }
-      const kind = kinds[0]!;
-      const body = step[kind] as JsonObject;
-      this.checkCollectionRef(e, `${sAt}/${kind}/collection`, body.collection as string, `${kind} collection`);
-      let documents: JsonValue = body.documents!;
-      if (typeof documents === 'string') {
-        documents = await this.readDocuments(e, `${sAt}/${kind}/documents`, documents);
-      }
-      if (!Array.isArray(documents) || documents.some((d) => !isObject(d))) {
+      this.checkCollectionRef(e, `${sAt}/${kind}/collection`, body.collection, `${kind} collection`);
+      const read = typeof body.documents === 'string' ? await this.readDocuments(e, `${sAt}/${kind}/documents`, body.documents) : body.documents;
+      const documents = Array.isArray(read) ? read.filter(isObject) : [];
+      if (!Array.isArray(read) || documents.length !== read.length) {
         this.problem(e.src, `${sAt}/${kind}/documents`, `test "${e.name}": documents must be an array of objects`);
         continue;
       }
-      const docs = documents as JsonObject[];
-      steps.push(kind === 'ingest' ? { ingest: { collection: body.collection as string, documents: docs } } : { verify: { collection: body.collection as string, documents: docs } });
+      steps.push(kind === 'ingest' ? { ingest: { collection: body.collection, documents } } : { verify: { collection: body.collection, documents } });
     }
     if (this.problems.length > before) return undefined;
     return { name: e.name, steps, source: { file: e.src.path, pointer: e.pointer } };
@@ -513,10 +500,6 @@ class Loader {
     const got = await this.readReferenced(e.src, pointer, ref, 'documents');
     return got ? got.value : null;
   }
-}
-
-function kindOf(pointer: string): Kind {
-  return unescapePointerToken(pointer.split('/')[1] ?? '') as Kind;
 }
 
 // One shared instance checks schemas against the 2020-12 meta-schema. Compiling each collection's schema with

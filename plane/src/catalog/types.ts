@@ -1,9 +1,11 @@
 // The loaded catalog: the contract between catalog loading (plane/src/catalog) and everything that
 // runs it (tasks, ingest, control plane). Built specs are in the protocol's own shapes (@sluice/runtime),
 // so tasks hand them to connectors unchanged.
+// Where a model type is what the catalog file says with defaults filled in, it is derived from catalogSchema.
 import type {
-  CaptureSpec, CollectionSpec, JsonObject, JsonSchema, JsonValue, MaterializationSpec,
+  CaptureSpec, CollectionSpec, FromSchemaDef, JsonObject, JsonSchema, MaterializationSpec,
 } from '@sluice/runtime';
+import type { catalogSchema, MaterializationFile, PartitionSelectorFile } from './catalog-schema.ts';
 
 export type CatalogType = 'capture' | 'collection' | 'materialization' | 'test';
 
@@ -33,19 +35,14 @@ export interface CaptureDef {
   source: { file: string; pointer: string };
 }
 
-export interface PartitionSelectorDef {
-  include: Record<string, (string | number | boolean)[]>;
-  exclude: Record<string, (string | number | boolean)[]>;
-}
+/** A binding's partition selector: values of logical partitions to include and to exclude. */
+export type PartitionSelectorDef = Required<PartitionSelectorFile>;
 
-export interface FieldsDef {
-  recommended: boolean;
-  include: Record<string, JsonValue>;
-  exclude: string[];
-}
+/** A binding's field selection as written (`recommended` defaults to true; include and exclude to empty). */
+export type FieldsDef = Required<NonNullable<MaterializationFile['bindings'][number]['fields']>>;
 
 /** Flow's `onIncompatibleSchemaChange`: what a publication does when a binding's schema change is incompatible. */
-export type OnIncompatibleSchemaChange = 'backfill' | 'disableBinding' | 'disableTask' | 'abort';
+export type OnIncompatibleSchemaChange = FromSchemaDef<typeof catalogSchema, 'OnIncompatibleSchemaChange'>;
 
 export interface MaterializationDef {
   name: string;
