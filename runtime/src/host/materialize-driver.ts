@@ -103,9 +103,17 @@ export const MAX_KEY_UNKNOWN = Buffer.from([0xff]);
 
 interface Entry {
   keyPacked: string;
-  value: JsonValue;
+  /**
+   * The combined document, for a binding that reduces; undefined for a last-write-wins binding, whose entry
+   * keeps only what its store needs (below): a parsed document held across the transaction's round trips
+   * outlives V8's young generation and costs a full collection later.
+   */
+  value: JsonValue | undefined;
   /** The document's own text, while no reduction changed it. */
   text: string | undefined;
+  /** Last-write-wins: the store's packed values and whether the document is a deletion, taken at combine time. */
+  valuesPacked?: string;
+  deletion?: boolean;
   loaded: boolean;
 }
 
@@ -213,15 +221,18 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       const prev = map.get(keyPacked);
       if (prev !== undefined) {
         if (plan.reduce === undefined) {
-          prev.value = value;
           prev.text = d.text;
+          prev.valuesPacked = plan.packer.values(value);
+          prev.deletion = isDeletion(value);
         } else {
-          prev.value = plan.reduce(prev.value, value);
+          prev.value = plan.reduce(prev.value!, value);
           prev.text = undefined;
         }
         continue;
       }
-      map.set(keyPacked, { keyPacked, value, text: d.text, loaded: false });
+      map.set(keyPacked, plan.reduce === undefined
+        ? { keyPacked, value: undefined, text: d.text, valuesPacked: plan.packer.values(value), deletion: isDeletion(value), loaded: false }
+        : { keyPacked, value, text: d.text, loaded: false });
       // Load optimization: a key above the largest ever stored cannot exist.
       const max = maxKeys[d.binding]!;
       let load = !plan.delta;
@@ -252,7 +263,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         entry.loaded = true;
         stats.perBinding[index]!.loaded++;
         if (plan.reduce !== undefined) {
-          entry.value = plan.reduce(doc, entry.value);
+          entry.value = plan.reduce(doc, entry.value!);
           entry.text = undefined;
         }
         continue;
@@ -274,10 +285,10 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     for (const plan of plans) {
       const s = stats.perBinding[plan.index]!;
       for (const e of combined[plan.index]!.values()) {
-        let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${plan.packer.values(e.value)}"`;
-        if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value)}`;
+        let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${e.valuesPacked ?? plan.packer.values(e.value!)}"`;
+        if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value!)}`;
         if (e.loaded) line += ',"exists":true';
-        if (isDeletion(e.value)) line += ',"delete":true';
+        if (e.deletion ?? isDeletion(e.value!)) line += ',"delete":true';
         await session.sendLine(`${line}}}\n`);
         s.stored++;
       }
