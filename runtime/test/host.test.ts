@@ -7,6 +7,7 @@ import type { CaptureRequest, CaptureResponse } from '../src/protocol/capture.ts
 import type { JsonObject } from '../src/protocol/specs.ts';
 import type { MaterializeRequest } from '../src/protocol/materialize.ts';
 import { packTupleBase64 } from '../src/protocol/tuple.ts';
+import { exitSignal, oomKillCount, signalExitMessage } from '../src/host/exit-cause.ts';
 
 const node = process.execPath;
 const path = (p: string) => fileURLToPath(new URL(p, import.meta.url));
@@ -67,6 +68,27 @@ describe('host: failures', () => {
     await assert.rejects(unaryRpc({ command: node, args: ['-e', 'process.exit(4)'] }, { spec: {} }, { protocol: 'capture', name: 'quiet' }), {
       message: 'quiet exited with code 4 without an error message',
     });
+  });
+  it('a connector that dies of a signal says so, with the likely cause; its last log line is context only', async () => {
+    const script = (signal: string) => `console.error(JSON.stringify({ level: 'info', msg: 'opened the file' })); setTimeout(() => process.kill(process.pid, '${signal}'), 10); setInterval(() => {}, 1000)`;
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', script('SIGKILL')] }, { spec: {} }, { protocol: 'capture', name: 'k' }), (err: Error & { signal?: string }) => {
+      assert.equal(err.message, 'k: connector exited on SIGKILL (killed by a signal — out of memory or `kill -9`?); its last log line was "opened the file"');
+      assert.equal(err.signal, 'SIGKILL');
+      return true;
+    });
+    await assert.rejects(unaryRpc({ command: node, args: ['-e', script('SIGSEGV')] }, { spec: {} }, { protocol: 'capture', name: 's' }), {
+      message: 's: connector exited on SIGSEGV (it crashed); its last log line was "opened the file"',
+    });
+  });
+  it('a container engine\'s 128 + N exit code is read as signal N', () => {
+    assert.equal(exitSignal(137, null, true), 'SIGKILL');
+    assert.equal(exitSignal(137, null, false), null);
+    assert.equal(exitSignal(1, null, true), null);
+    assert.equal(exitSignal(null, 'SIGTERM', false), 'SIGTERM');
+    assert.equal(signalExitMessage('img', 'SIGKILL', { container: true, oomKilled: true }),
+      "img: connector exited with code 137 (SIGKILL in the container) (killed by the kernel's out-of-memory killer: the memory cgroup's oom_kill count rose while it ran; give it more memory or smaller inputs)");
+    const count = oomKillCount();
+    assert.ok(count === undefined || (Number.isInteger(count) && count >= 0));
   });
   it('a missing command cannot start', async () => {
     await assert.rejects(unaryRpc({ command: '/nonexistent/connector' }, { spec: {} }, { protocol: 'capture', name: 'ghost' }), (err: Error) => {

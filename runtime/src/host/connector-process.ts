@@ -7,6 +7,7 @@ import { type Envelope, MessageWriter, rawBodyMemberText, readEnvelopes } from '
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
+import { exitSignal, oomKillCount, signalExitMessage } from './exit-cause.ts';
 import { readLines } from '../protocol/framing.ts';
 
 export const CAPTURE_RESPONSES = ['spec', 'discovered', 'validated', 'applied', 'opened', 'captured', 'sourcedSchema', 'checkpoint'] as const;
@@ -198,6 +199,9 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
   private hung: string | null = null;
   /** Set when the pipes were closed from this side after the process exited (see the constructor). */
   private pipesAbandoned = false;
+  private readonly container: boolean;
+  /** The memory cgroup's OOM-kill count when the connector started (undefined: unknown). */
+  private readonly oomKillsAtStart = oomKillCount();
   /** What the host awaits from the connector (named in idle-timeout errors), e.g. `"flushed"`. */
   awaiting = 'a response';
 
@@ -205,6 +209,7 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     this.options = options;
     const inherit = options.inheritEnv ?? true;
     const baseEnv: Record<string, string | undefined> = inherit ? { ...process.env } : { PATH: process.env['PATH'] };
+    this.container = isContainerTarget(target);
     if (isContainerTarget(target)) {
       this.name = options.name ?? target.image;
       const env = { ...baseEnv, FLOW_RUNTIME_CODEC: 'json', ...target.env };
@@ -430,6 +435,15 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
       throw new ConnectorExitError(`${this.name}: killed with ${status.signal}`, status.code, status.signal, { fields: this.exitFields() });
     }
     const last = this.lastLog?.msg;
+    // Died of a signal it did not get from us: the signal and its likely sender say more than its last
+    // log line (often an info line, such as "opened"), which follows as context.
+    const signal = exitSignal(status.code, status.signal, this.container);
+    if (signal !== null && !this.killedByUs) {
+      const before = this.oomKillsAtStart;
+      const after = before === undefined ? undefined : oomKillCount();
+      const oomKilled = signal === 'SIGKILL' && before !== undefined && after !== undefined && after > before;
+      throw new ConnectorExitError(signalExitMessage(this.name, signal, { container: this.container, oomKilled, lastLog: last }), status.code, status.signal, { fields: this.exitFields() });
+    }
     const how = status.code === null ? `was killed by ${status.signal}` : `exited with code ${status.code}`;
     const message = last ? last : `${this.name} ${how} without an error message`;
     throw new ConnectorExitError(message, status.code, status.signal, { fields: this.exitFields() });
