@@ -206,6 +206,29 @@ test('sluice serve (the process): republishes on SIGHUP, stops cleanly on SIGTER
   assert.equal(await exited, 0);
 });
 
+test('sluice start (the process): SIGTERM right after its ready line stops it cleanly — the plane closed, the data dir unlocked', async (t) => {
+  const dir = tmp(t);
+  const { spawn } = await import('node:child_process');
+  const { existsSync } = await import('node:fs');
+  const bin = fileURLToPath(new URL('../plane/bin/sluice.js', import.meta.url));
+  // Enough rows that the quickstart is still running when the signal arrives.
+  const child = spawn(process.execPath, [bin, 'start', '--data-dir', join(dir, 'data'), '--rows', '2000000', '--port', '0', '--ingest-port', '0', '--quiet'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  t.after(() => { if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL'); });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+    // Signal as soon as the line is read, as a supervisor would.
+    if (out.includes('  ready    ') && !child.killed) child.kill('SIGTERM');
+  });
+  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  const [code, signal] = await new Promise<[number | null, string | null]>((r) => child.once('exit', (c, s) => r([c, s])));
+  assert.equal(signal, null, `killed by Node's default action, not stopped; stdout:\n${out}\nstderr:\n${err}`);
+  assert.equal(code, 0, `stdout:\n${out}\nstderr:\n${err}`);
+  assert.match(out, / {2}stopped {2}on SIGTERM, before the quickstart finished\n/);
+  assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, 'the data dir lock was released');
+});
+
 test('sluice test: a catalog error is one precise report (file, line, pointer), exit 1', async (t) => {
   const dir = tmp(t);
   const file = join(dir, 'flow.yaml');

@@ -123,10 +123,26 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
     const served = file;
     const db = join(dataDir, 'quickstart.db');
     const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
+    // The handlers go in before the ready line (as serve's): a supervisor that signals as soon as it reads
+    // the line must reach them, not Node's default action, which kills the process without closing the
+    // plane. A signal while the quickstart still runs stops it there; afterwards it ends the wait below.
+    let signalled: string | undefined;
+    let interrupt!: () => void;
+    const interrupted = new Promise<void>((resolve) => { interrupt = resolve; });
+    const onSignal = (signal: string) => { signalled ??= signal; interrupt(); };
+    process.once('SIGINT', onSignal);
+    process.once('SIGTERM', onSignal);
     out(`  ready    ingester ${running.ingestUrl} · API ${running.apiUrl}\n`);
     const stop = async () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
       await running.close();
       await served.close();
+    };
+    const stoppedEarly = () => {
+      if (tty && !values.quiet) process.stdout.write('\n');
+      out(`  stopped  on ${signalled ?? 'a signal'}, before the quickstart finished\n`);
+      return 0;
     };
     try {
       if (running.first.result !== 'success') {
@@ -156,7 +172,11 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
         const failure = [...running.plane.runners.values()].find((r) => r.failures > 0);
         if (failure) throw new UsageError(`${failure.options.name} failed: ${failure.lastError ?? 'unknown error'}`, 1);
         if (Date.now() > deadline) throw new UsageError(`the quickstart did not finish in 5 minutes (${fmt(materialized)} of ${fmt(rows)} rows materialized)`, 1);
-        await new Promise((r) => setTimeout(r, 200));
+        if (signalled !== undefined) return stoppedEarly();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([new Promise((r) => { timer = setTimeout(r, 200); }), interrupted]);
+        clearTimeout(timer);
+        if (signalled !== undefined) return stoppedEarly();
       }
       if (tty && !values.quiet) process.stdout.write('\n');
       const secs = (Date.now() - started) / 1000;
@@ -179,10 +199,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
       if (values.exit) return 0;
       live = true;
       out('\nPress Ctrl-C to stop.\n');
-      await new Promise<void>((done) => {
-        process.once('SIGINT', () => done());
-        process.once('SIGTERM', () => done());
-      });
+      await interrupted;
       return 0;
     } finally {
       await stop();
