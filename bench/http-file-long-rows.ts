@@ -72,6 +72,7 @@ async function capture(path: string): Promise<{ seconds: number; docs: number; e
 }
 
 console.log(`one long CSV row through the bin (64 KiB body chunks); load average ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+const target: string[] = [];
 console.log('row MiB | quoted | seconds | s per MiB | same size in 100-byte rows | ratio | result');
 for (let mb = 4; mb <= MAX_MB; mb *= 2) {
   for (const quoted of [false, true]) {
@@ -82,8 +83,10 @@ for (let mb = 4; mb <= MAX_MB; mb *= 2) {
     bodies.set('/rows.csv', Buffer.from(`a,b\n${`${'x'.repeat(96)},1\n`.repeat(Math.floor(size / 100))}`));
     const b = await capture('/rows.csv');
     console.log(`${mb} | ${quoted} | ${r.seconds.toFixed(2)} | ${(r.seconds / mb).toFixed(3)} | ${b.seconds.toFixed(2)} | ${(r.seconds / b.seconds).toFixed(2)}× | ${r.error || `${r.docs} documents`}`);
+    if (mb === 64) target.push(`64 MiB row (${quoted ? 'quoted' : 'unquoted'}): ${r.seconds.toFixed(2)} s, whole process (target < 2 s: ${r.seconds < 2 ? 'met' : 'NOT met'})`);
   }
 }
+for (const t of target) console.log(t);
 // Over the limit: rejected, in time linear in what was read.
 bodies.set('/over.csv', Buffer.from(`a,b\n${'x'.repeat(MAX_MB * MiB + 1024)},1\n`));
 const over = await capture('/over.csv');

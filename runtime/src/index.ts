@@ -4,6 +4,7 @@ export type * from './protocol/materialize.ts';
 export type * from './connector/types.ts';
 export * from './protocol/tuple.ts';
 export * from './protocol/framing.ts';
+export * from './protocol/captured-lines.ts';
 export * from './protocol/merge-patch.ts';
 export * from './protocol/documents.ts';
 export * from './protocol/json-pointer.ts';

@@ -1,16 +1,17 @@
-// Captured lines the connector framed itself, in batches (`{ capturedLines: { documents, lines } }`, used by
-// source-http-file's parser thread): written as they are, between the other outputs in order, and counted
-// as documents toward the next checkpoint.
+// Captured lines in batches (`{ capturedLines: { documents, lines } }`, framed by the runtime's
+// CapturedLinesWriter around documents the connector serialised, e.g. in source-http-file's parser thread):
+// written as they are, between the other outputs in order, and counted as documents toward the next checkpoint.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { checkCapturedLines, serveCapture } from '../src/connector/capture.ts';
-import type { CaptureConnector, CaptureOutput } from '../src/connector/types.ts';
+import type { CaptureConnector, CaptureOutput, CapturedLines } from '../src/connector/types.ts';
+import { CapturedLinesWriter } from '../src/protocol/captured-lines.ts';
 import { Collector, LogCollector, linesOf } from './helpers.ts';
 
 const DOCS = [{ a: 1 }, { b: 'x "y" \u0000 😀' }, { c: null }, {}, { d: [1, { e: 2 }] }];
 
 /** Yields the documents in batches of `size` (framed lines, or objects), with a checkpoint after each batch but the last. */
-function connector(form: 'object' | 'lines' | 'bytes', size: number, trailing: number, written?: (err?: Error | null) => void): CaptureConnector {
+function connector(form: 'object' | 'writer' | 'bytes', size: number, trailing: number, written?: (err?: Error | null) => void): CaptureConnector {
   return {
     configSchema: { type: 'object' },
     resourceConfigSchema: { type: 'object', properties: { name: { type: 'string' } }, required: ['name'] },
@@ -22,14 +23,16 @@ function connector(form: 'object' | 'lines' | 'bytes', size: number, trailing: n
       for (let i = 0; i < all.length; i += size) {
         const batch = all.slice(i, i + size);
         const binding = i % 2;
-        if (form !== 'object') {
+        if (form === 'writer') {
+          // Documents framed by the runtime's writer (the connector writes only the documents).
+          const writer = new CapturedLinesWriter(binding);
+          for (const doc of batch) writer.writeDocument(JSON.stringify(doc));
+          yield { capturedLines: writer.take() as CapturedLines };
+        } else if (form === 'bytes') {
           const text = batch.map((doc) => `${JSON.stringify({ captured: binding === 0 ? { doc } : { binding, doc } })}\n`).join('');
-          if (form === 'lines') yield { capturedLines: { documents: batch.length, lines: text } };
           // Bytes in a bigger buffer (as a reused buffer would be): only the view's range goes out.
-          else {
-            const padded = Buffer.from(`xx${text}yy`);
-            yield { capturedLines: { documents: batch.length, lines: new Uint8Array(padded.buffer, padded.byteOffset + 2, padded.length - 4), ...(written ? { written } : {}) } };
-          }
+          const padded = Buffer.from(`xx${text}yy`);
+          yield { capturedLines: { documents: batch.length, lines: new Uint8Array(padded.buffer, padded.byteOffset + 2, padded.length - 4), ...(written ? { written } : {}) } };
         } else {
           for (const doc of batch) yield { captured: { binding, doc } };
         }
@@ -61,9 +64,9 @@ async function run(c: CaptureConnector): Promise<{ text: string; logs: LogCollec
 }
 
 describe('capture outputs with framed lines (capturedLines)', () => {
-  it('write exactly the bytes of the object form, in order with checkpoints', async () => {
+  it('framed by CapturedLinesWriter, write exactly the bytes of the object form, in order with checkpoints', async () => {
     const objects = await run(connector('object', 2, 0));
-    const lines = await run(connector('lines', 2, 0));
+    const lines = await run(connector('writer', 2, 0));
     assert.equal(objects.error, undefined);
     assert.equal(lines.error, undefined);
     assert.equal(lines.text, objects.text);
@@ -82,7 +85,7 @@ describe('capture outputs with framed lines (capturedLines)', () => {
 
   it('count their documents toward the next checkpoint (the warning about discarded documents names them)', async () => {
     const objects = await run(connector('object', 2, 3));
-    const lines = await run(connector('lines', 2, 3));
+    const lines = await run(connector('writer', 2, 3));
     const discarded = (l: LogCollector): unknown => l.entries.find((e) => /after its last checkpoint/.test(e.msg))?.fields['documents'];
     assert.equal(discarded(objects.logs), 4);
     assert.equal(discarded(lines.logs), 4);
@@ -90,20 +93,21 @@ describe('capture outputs with framed lines (capturedLines)', () => {
 
   it('are checked for framing: wrong types, missing newline, not a captured line', () => {
     assert.equal(checkCapturedLines({ captured: { doc: {} } }), null);
-    assert.deepEqual(checkCapturedLines({ capturedLines: { documents: 0, lines: '' } }), { documents: 0, lines: '' });
+    const none = new Uint8Array(0);
+    assert.deepEqual(checkCapturedLines({ capturedLines: { documents: 0, lines: none } }), { documents: 0, lines: none });
     const bad: [unknown, RegExp][] = [
-      [{ documents: 1.5, lines: '{"captured":{"doc":{}}}\n' }, /documents: <integer ≥ 0>/],
-      [{ documents: 1, lines: 12 }, /lines: <string or Uint8Array>/],
+      [{ documents: 1.5, lines: Buffer.from('{"captured":{"doc":{}}}\n') }, /documents: <integer ≥ 0>/],
+      [{ documents: 1, lines: 12 }, /lines: <Uint8Array>/],
+      [{ documents: 1, lines: '{"captured":{"doc":{}}}\n' }, /lines: <Uint8Array>/],
       [{ documents: 1, lines: new Uint8Array(3) }, /complete "captured" lines/],
       [{ documents: 1, lines: Buffer.from('{"captured":{"doc":{}}}') }, /complete "captured" lines/],
       [{ documents: 1, lines: Buffer.from('{"captured":{"doc":{}}}\n'), written: 'yes' }, /written\?: <function>/],
-      [{ documents: 1, lines: '{"captured":{"doc":{}}}' }, /complete "captured" lines/],
-      [{ documents: 1, lines: '{"checkpoint":{}}\n' }, /complete "captured" lines/],
-      [{ documents: 0, lines: '{"captured":{"doc":{}}}\n' }, /0 complete "captured" lines/],
+      [{ documents: 1, lines: Buffer.from('{"checkpoint":{}}\n') }, /complete "captured" lines/],
+      [{ documents: 0, lines: Buffer.from('{"captured":{"doc":{}}}\n') }, /0 complete "captured" lines/],
     ];
     for (const [value, message] of bad) {
       assert.throws(() => checkCapturedLines({ capturedLines: value } as CaptureOutput), { name: 'ProtocolError', message });
     }
-    assert.throws(() => checkCapturedLines({ capturedLines: { documents: 0, lines: '' }, checkpoint: {} } as unknown as CaptureOutput), { name: 'ProtocolError' });
+    assert.throws(() => checkCapturedLines({ capturedLines: { documents: 0, lines: none }, checkpoint: {} } as unknown as CaptureOutput), { name: 'ProtocolError' });
   });
 });

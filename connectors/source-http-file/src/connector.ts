@@ -356,8 +356,7 @@ async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, ResourceC
     const sink = new LineSink(bindingIndex, name, offset, resumeFrom, decorator ? (record, at) => decorator.apply(record, at) : null);
     lines = sink;
     const parsed = parseFile(replay, meta, config.parser, {
-      // Upstream's decoration works on objects: no pre-serialised CSV rows then.
-      jsonText: decorator === null,
+      // Upstream's decoration works on objects: no CSV rows written as JSON from their bytes then.
       ...(decorator === null ? { lines: sink } : {}),
       tracker,
       onCompression: (c, by) => log.debug(`compression: ${c} (by ${by})`),

@@ -1,331 +1,28 @@
-// CSV: a pure incremental tokenizer (text in → rows out, across any chunk boundary), dialect detection
-// over a sample, and the record layer (headers, null values, timestamps, errorThreshold).
-// Behaviour follows the upstream parser (reference §4.5, §4.6): quotes are recognised only at the start
-// of a field, a doubled quote is a literal quote, blank lines are skipped, CRLF mode accepts \r, \n and
-// \r\n, values are strings or null, short rows omit keys and long rows are errors.
+// CSV records: UTF-8 bytes in (csv-core.ts tokenizes them), skipLines, dialect detection over the first
+// 64 KiB, the header row, then each row to one of two sinks: framed JSON lines written straight into the
+// capture's LineSink (csv-bytes.ts; when errorThreshold is 0 and the header names allow it), or objects of
+// string-or-null values with timestamps normalised (discover, errorThreshold, names JSON text cannot take).
+// Short rows omit keys; long rows are errors (or skipped under errorThreshold with a look-ahead window of
+// 1000 rows).
 import type { JsonObject } from '@sluice/runtime';
+import { CsvCore, RowCollector, detectDialect, raggedRow, skipUnquoted } from './csv-core.ts';
+import type { CsvDialect, CsvSink } from './csv-core.ts';
+import { CsvJsonSink } from './csv-bytes.ts';
 import type { CsvConfig } from './schema.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
-import { ConfigError, DecodeError, ErrorThresholdError } from './errors.ts';
-import { columnPrefixes, jsonString } from './record.ts';
-import type { DecodedRecord } from './record.ts';
+import { ConfigError, ErrorThresholdError } from './errors.ts';
+import type { DecodeError } from './errors.ts';
+import type { LineSink } from './lines.ts';
+import { columnPrefixes } from './record.ts';
 
-export interface CsvDialect {
-  delimiter: string;
-  /** '' = quoting disabled. */
-  quote: string;
-  /** '' = no escape character. */
-  escape: string;
-  /** 'crlf' = \r, \n or \r\n; otherwise a single terminator character. */
-  lineEnding: 'crlf' | string;
-}
-
-export interface CsvRow {
-  fields: string[];
-  /** 1-based line where the row starts. */
-  line: number;
-  /** UTF-8 byte offset of the row start within the decoded text. */
-  byteOffset: number;
-}
-
-const LF = 10;
-const CR = 13;
-
-/** Upper bound on one row, so a missing closing quote cannot grow memory without limit. */
-export const MAX_ROW_CHARS = 64 * 1024 * 1024;
-
-/**
- * Linear time on long rows. A push re-scans the carried incomplete row from its start, so a row spread
- * over k chunks would cost O(k²) (a 32 MB row took 32 s). Once the carried row reaches this size it is
- * re-scanned only when the text held has grown by half since the last scan (or at the end, or past
- * MAX_ROW_CHARS): geometric growth, so every character is scanned O(1) times. Smaller rows are scanned
- * at every push, as before (batch ends unchanged).
- */
-export const LONG_ROW_CHARS = 1024 * 1024;
-
-/** Whether a carried incomplete row of `carried` units, now `held` with the new input, should wait. */
-export function deferLongRow(carried: number, held: number): boolean {
-  return carried >= LONG_ROW_CHARS && held < carried + (carried >> 1) && held <= MAX_ROW_CHARS;
-}
-
-/**
- * Text in → rows out. Holds at most one incomplete row between pushes.
- */
-export class CsvTokenizer {
-  readonly #delim: number;
-  readonly #quote: number;
-  readonly #escape: number;
-  readonly #crlf: boolean;
-  readonly #term: number;
-  #buf = '';
-  #line = 1;
-  /** UTF-8 bytes of text consumed before #buf. */
-  #bytes = 0;
-  /** A \r ended the previous push in CRLF mode: a leading \n belongs to it. */
-  #pendingCR = false;
-
-  /** Rows come with empty strings for their fields (detection counts fields; it needs no values). */
-  readonly #countOnly: boolean;
-
-  constructor(dialect: CsvDialect, options: { countOnly?: boolean } = {}) {
-    this.#countOnly = options.countOnly === true;
-    if (dialect.delimiter.length !== 1) throw new ConfigError(`CSV delimiter must be a single character, got ${JSON.stringify(dialect.delimiter)}`);
-    this.#delim = dialect.delimiter.charCodeAt(0);
-    this.#quote = dialect.quote ? dialect.quote.charCodeAt(0) : -1;
-    this.#escape = dialect.escape ? dialect.escape.charCodeAt(0) : -1;
-    this.#crlf = dialect.lineEnding === 'crlf' || dialect.lineEnding === '\r\n';
-    this.#term = this.#crlf ? -1 : dialect.lineEnding.charCodeAt(0);
-  }
-
-  /** Length of #buf when the last scan ended inside a row (0 = it did not). */
-  #carried = 0;
-
-  /** Rows completed by `text`; with `maxRows`, stops after that many (the rest stays for the next call). */
-  push(text: string, maxRows = Infinity): CsvRow[] {
-    if (text.length === 0) return [];
-    this.#buf = this.#buf.length ? this.#buf + text : text;
-    if (deferLongRow(this.#carried, this.#buf.length)) return [];
-    return this.#parse(false, maxRows);
-  }
-
-  /** Continues a push that stopped at its `maxRows`. */
-  resume(): CsvRow[] {
-    return this.#parse(false);
-  }
-
-  /** UTF-8 bytes of text consumed so far: every row returned lies before this point. */
-  get bytesConsumed(): number {
-    return this.#bytes;
-  }
-
-  /** Where the next push continues: the unconsumed text, its line number, and whether a \r ended the last push. */
-  state(): { rest: string; line: number; pendingCR: boolean } {
-    return { rest: this.#buf, line: this.#line, pendingCR: this.#pendingCR };
-  }
-
-  end(): CsvRow[] {
-    return this.#parse(true);
-  }
-
-  #parse(final: boolean, maxRows = Infinity): CsvRow[] {
-    const s = this.#buf;
-    const n = s.length;
-    const rows: CsvRow[] = [];
-    const D = this.#delim;
-    const Q = this.#quote;
-    const E = this.#escape;
-    const crlf = this.#crlf;
-    const T = this.#term;
-    const keep = !this.#countOnly;
-    let pos = 0;
-    let line = this.#line;
-    if (this.#pendingCR && n > 0) {
-      this.#pendingCR = false;
-      if (s.charCodeAt(0) === LF) pos = 1;
-    }
-    let consumed = pos;
-    let consumedLine = line;
-    rows: while (pos < n) {
-      if (rows.length >= maxRows) break;
-      const rowStart = pos;
-      const rowLine = line;
-      // Blank line: skipped.
-      const c0 = s.charCodeAt(pos);
-      if (crlf ? c0 === LF || c0 === CR : c0 === T) {
-        pos++;
-        if (crlf && c0 === CR) {
-          if (pos < n) { if (s.charCodeAt(pos) === LF) pos++; } else if (!final) this.#pendingCR = true;
-        }
-        line++;
-        consumed = pos;
-        consumedLine = line;
-        continue;
-      }
-      const fields: string[] = [];
-      while (true) {
-        // One field starting at pos.
-        if (pos < n && s.charCodeAt(pos) === Q) {
-          let value = '';
-          let i = pos + 1;
-          let closed = false;
-          while (i < n) {
-            const c = s.charCodeAt(i);
-            if (c === E && E !== -1) {
-              if (i + 1 >= n) break; // need the escaped char
-              // The next character is literal whatever it is, the escape character included (csv-core).
-              if (keep) value += s[i + 1];
-              i += 2;
-              continue;
-            }
-            if (c === Q) {
-              if (i + 1 < n && s.charCodeAt(i + 1) === Q) { if (keep) value += s[i]; i += 2; continue; }
-              if (i + 1 >= n && !final) break; // a doubled quote may follow in the next chunk
-              closed = true;
-              i++;
-              break;
-            }
-            // Copy a run of ordinary characters at once.
-            let j = i + 1;
-            while (j < n) {
-              const d = s.charCodeAt(j);
-              if (d === Q || (d === E && E !== -1)) break;
-              j++;
-            }
-            const run = s.slice(i, j);
-            if (crlf ? run.indexOf('\n') !== -1 || run.indexOf('\r') !== -1 : run.indexOf(String.fromCharCode(T)) !== -1) line += countLines(run, crlf, T);
-            if (keep) value += run;
-            i = j;
-          }
-          if (!closed) {
-            if (!final) { if (n - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine); break rows; }
-            throw new DecodeError(`CSV quoted field starting at line ${rowLine} (byte offset ${this.#byteOffset(s, rowStart)}) has no closing quote before the end of the file: check the quote setting or the file`, { line: rowLine, byteOffset: this.#byteOffset(s, rowStart) });
-          }
-          // After the closing quote, characters up to the delimiter are kept (lenient, like the csv crate).
-          let j = i;
-          while (j < n) {
-            const d = s.charCodeAt(j);
-            if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
-            j++;
-          }
-          if (j > i && keep) value += s.slice(i, j);
-          pos = j;
-          fields.push(value);
-        } else {
-          let j = pos;
-          while (j < n) {
-            const d = s.charCodeAt(j);
-            if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
-            j++;
-          }
-          fields.push(keep ? s.slice(pos, j) : '');
-          pos = j;
-        }
-        if (pos >= n) {
-          if (!final) { if (n - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine); break rows; }
-          if (pos - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine);
-          rows.push({ fields, line: rowLine, byteOffset: rowStart });
-          consumed = pos;
-          consumedLine = line;
-          break rows;
-        }
-        const c = s.charCodeAt(pos);
-        if (c === D) { pos++; continue; }
-        // Terminator.
-        pos++;
-        if (crlf && c === CR) {
-          if (pos < n) { if (s.charCodeAt(pos) === LF) pos++; } else if (!final) this.#pendingCR = true;
-        }
-        line++;
-        // A row may also arrive whole: the limit holds however it was split.
-        if (pos - rowStart > MAX_ROW_CHARS) throw tooLong(rowLine);
-        rows.push({ fields, line: rowLine, byteOffset: rowStart });
-        consumed = pos;
-        consumedLine = line;
-        break;
-      }
-    }
-    // Rows carry their char index in byteOffset until here; convert to UTF-8 byte offsets.
-    const bytes = Buffer.byteLength(s);
-    if (rows.length) this.#resolveOffsets(s, rows, bytes === n);
-    this.#bytes += consumed === n ? bytes : bytes === n ? consumed : Buffer.byteLength(s.slice(0, consumed));
-    this.#buf = consumed === n ? '' : s.slice(consumed);
-    this.#carried = rows.length < maxRows ? this.#buf.length : 0;
-    this.#line = consumedLine;
-    return rows;
-  }
-
-  #resolveOffsets(s: string, rows: CsvRow[], ascii: boolean): void {
-    if (ascii) {
-      for (const r of rows) r.byteOffset += this.#bytes;
-      return;
-    }
-    let lastChar = 0;
-    let lastBytes = this.#bytes;
-    for (const r of rows) {
-      const at = r.byteOffset;
-      lastBytes += Buffer.byteLength(s.slice(lastChar, at));
-      lastChar = at;
-      r.byteOffset = lastBytes;
-    }
-  }
-
-  #byteOffset(s: string, at: number): number {
-    return this.#bytes + Buffer.byteLength(s.slice(0, at));
-  }
-}
-
-function countLines(run: string, crlf: boolean, T: number): number {
-  let count = 0;
-  for (let i = 0; i < run.length; i++) {
-    const c = run.charCodeAt(i);
-    if (crlf) {
-      if (c === LF) count++;
-      else if (c === CR) { count++; if (run.charCodeAt(i + 1) === LF) i++; }
-    } else if (c === T) count++;
-  }
-  return count;
-}
-
-export function tooLong(line: number): DecodeError {
-  return new DecodeError(`CSV row starting at line ${line} is longer than ${MAX_ROW_CHARS} characters: check the quote and line ending settings`, { line });
-}
-
-// ------------------------------------------------------------------------------------------------
-// Dialect detection (reference §4.5).
-
-const QUOTE_CANDIDATES = ['"', "'", ''];
-const DELIMITER_CANDIDATES = [',', '|', '\t', ';'];
-
-interface Scored { quote: string; delimiter: string; good: number; mean: number; cv: number }
-
-/** Picks quote and delimiter from a text sample; configured values pin their dimension. */
-export function detectDialect(sample: string, complete: boolean, pinned: { quote?: string | null; delimiter?: string | null; escape: string; lineEnding: 'crlf' | string; headerCount?: number }): { quote: string; delimiter: string } {
-  const quotes = pinned.quote !== null && pinned.quote !== undefined ? [pinned.quote] : QUOTE_CANDIDATES;
-  const delimiters = pinned.delimiter !== null && pinned.delimiter !== undefined ? [pinned.delimiter] : DELIMITER_CANDIDATES;
-  let best: Scored | null = null;
-  for (const quote of quotes) {
-    for (const delimiter of delimiters) {
-      const tok = new CsvTokenizer({ delimiter, quote, escape: pinned.escape, lineEnding: pinned.lineEnding }, { countOnly: true });
-      let rows: CsvRow[];
-      try {
-        rows = tok.push(sample);
-        if (complete) rows = rows.concat(tok.end());
-      } catch {
-        rows = [];
-      }
-      const headerCount = pinned.headerCount ?? rows[0]?.fields.length ?? 0;
-      const scores = rows.map((r) => (r.fields.length > headerCount ? 0 : r.fields.length - 1));
-      const good = scores.filter((x) => x > 0).length;
-      const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : 0;
-      const sd = scores.length ? Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length) : 0;
-      const cand: Scored = { quote, delimiter, good, mean, cv: mean > 0 ? sd / mean : Infinity };
-      if (best === null || better(cand, best)) best = cand;
-    }
-  }
-  return { quote: best?.quote ?? '"', delimiter: best?.delimiter ?? ',' };
-}
-
-function quoteRank(q: string): number {
-  return q === '"' ? 2 : q === "'" ? 1 : 0;
-}
-
-/** True when `a` should replace the current best `b` (later candidates win remaining ties). */
-function better(a: Scored, b: Scored): boolean {
-  if (a.good !== b.good) return a.good > b.good;
-  if (a.mean === 0 || b.mean === 0) {
-    if (a.mean !== b.mean) return a.mean > b.mean;
-  } else if (a.cv !== b.cv) return a.cv < b.cv;
-  if (a.quote !== b.quote) return quoteRank(a.quote) > quoteRank(b.quote);
-  return true;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Records.
+export { CsvTokenizer, detectDialect, MAX_ROW_BYTES } from './csv-core.ts';
+export type { CsvDialect, CsvRow } from './csv-core.ts';
 
 export const ERROR_WINDOW = 1000;
-const DETECTION_SAMPLE_CHARS = 64 * 1024;
+const DETECTION_SAMPLE_BYTES = 64 * 1024;
+const NONE: JsonObject[] = [];
 
-type Result<R> = { record: R } | { error: DecodeError };
+type Result = { record: JsonObject } | { error: DecodeError };
 
 /** Stored in the state so a later session can parse from the middle of the file (see connector.ts). */
 export interface CsvResume {
@@ -336,59 +33,75 @@ export interface CsvResume {
   lineEnding: string;
 }
 
-/** See CsvRecordParser.handOff. */
-export interface CsvHandOff extends ReturnType<CsvTokenizer['state']> {
-  dialect: CsvDialect;
-  headers: string[];
-  /** JSON prefixes of the columns (record.ts columnPrefixes). */
-  prefixes: string[];
-  /** UTF-8 bytes of text the tokenizer consumed (row byte offsets in errors count from its start). */
-  textBytes: number;
-  /** Bytes of the lines skipped by skipLines before the tokenizer's text. */
-  skippedBytes: number;
-}
-
 export interface CsvRecordOptions {
   config: CsvConfig;
   datetimes: DatetimeNormalizer;
   /** Called for each malformed row dropped under errorThreshold. */
   onSkippedRow?: (error: DecodeError) => void;
   /**
-   * Emit each record as its JSON text without the closing brace (see record.ts) instead of an object,
-   * when the header names allow it (otherwise objects). Use with `CsvRecordParser<DecodedRecord>`.
+   * Rows become framed `captured` lines in this sink (csv-bytes.ts) instead of returned objects, when
+   * errorThreshold is 0 and the header names allow it (record.ts columnPrefixes).
    */
-  jsonText?: boolean;
-  /**
-   * Once the dialect is detected, tokenize only the header row (if the file has one) and keep the rest
-   * of the text unparsed, so that another tokenizer can take over from there (handOff, csv-bytes.ts).
-   */
-  handOffAfterHeader?: boolean;
+  lines?: LineSink;
+}
+
+/** Rows as objects (string-or-null values, timestamps normalised), handed to the record parser. */
+class ObjectSink implements CsvSink {
+  readonly #ends: Uint8Array;
+  readonly #onRow: (fields: string[], line: number, byteOffset: number) => boolean;
+  #fields: string[] = [];
+  constructor(core: CsvCore, onRow: (fields: string[], line: number, byteOffset: number) => boolean) {
+    this.#ends = core.ends;
+    this.#onRow = onRow;
+  }
+  rowStart(): void {
+    this.#fields = [];
+  }
+  unquoted(src: Uint8Array, a: number, n: number): number {
+    const j = skipUnquoted(this.#ends, src, a, n);
+    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, j - a).toString('utf8'));
+    return j;
+  }
+  quoted(src: Uint8Array, a: number, b: number): void {
+    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, b - a).toString('utf8'));
+  }
+  rowEnd(_fields: number, line: number, byteOffset: number): boolean {
+    return this.#onRow(this.#fields, line, byteOffset);
+  }
+  rowAbort(): void {}
 }
 
 /**
- * Text in → records out (objects of string-or-null values, timestamps normalised). Applies skipLines,
- * detects the dialect over the first 64 KiB, reads the header row unless headers are configured, and
- * enforces errorThreshold with a look-ahead window of 1000 rows. With `jsonText`, records come as JSON
- * text (R = DecodedRecord); without it they are objects (R = JsonObject).
+ * UTF-8 bytes (or text) in → records out, or lines into the LineSink (then `push` returns none). An error
+ * found after some rows of the same call is deferred: those rows go out first, the next call throws it.
  */
-export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
+export class CsvRecordParser {
   readonly #config: CsvConfig;
-  readonly #jsonText: boolean;
-  /** Column prefixes for the JSON text of the current headers, or null (objects). */
-  #prefixes: string[] | null = null;
-  #prefixesOf: string[] | null = null;
   readonly #dt: DatetimeNormalizer;
   readonly #threshold: number;
   readonly #onSkipped: (error: DecodeError) => void;
+  readonly #lines: LineSink | null;
   #skipLinesLeft: number;
-  #pending = '';
-  #tokenizer: CsvTokenizer | null = null;
+  #skippedBytes = 0;
+  #pending: Buffer[] = [];
+  #pendingLength = 0;
+  #core: CsvCore | null = null;
   #headers: string[] | null;
-  #queue: Result<R>[] = [];
+  #headerRow: RowCollector | null = null;
+  #sink: CsvSink | null = null;
+  #json: CsvJsonSink | null = null;
+  /** Records of the current call (object sink). */
+  #out: JsonObject[] = [];
+  /** The error that stopped the current scan (a ragged row, the error threshold). */
+  #error: DecodeError | null = null;
+  #queue: Result[] = [];
   #queueErrors = 0;
   #rowsRead = 0;
+  #deferred: Error | null = null;
   /** Rows dropped under errorThreshold. */
   skippedRows = 0;
+  /** The dialect in use, once detected. */
+  dialect: CsvDialect | null = null;
 
   constructor(options: CsvRecordOptions) {
     const config = options.config;
@@ -401,61 +114,40 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
     this.#headers = config.headers && config.headers.length ? [...config.headers] : null;
     this.#skipLinesLeft = config.skipLines ?? 0;
     this.#onSkipped = options.onSkippedRow ?? (() => {});
-    this.#jsonText = options.jsonText === true;
-    this.#handOffAfterHeader = options.handOffAfterHeader === true;
+    this.#lines = options.lines ?? null;
   }
 
-  readonly #handOffAfterHeader: boolean;
+  /** Whether rows go to the LineSink as framed lines (known once the header row is read; tests). */
+  get writesLines(): boolean {
+    return this.#json !== null;
+  }
 
-  /** The dialect in use, once detected. */
-  dialect: CsvDialect | null = null;
-
-  /** An error found after some records of the same call: those are returned first, then it is thrown. */
-  #deferred: Error | null = null;
-
-  push(text: string): R[] {
+  push(input: Uint8Array | string): JsonObject[] {
     if (this.#deferred) throw this.#deferred;
-    if (this.#tokenizer) return this.#rows(this.#tokenizer.push(text), false);
-    if (this.#skipLinesLeft > 0) text = this.#skipLines(text);
-    if (text.length === 0) return [];
-    this.#pending += text;
-    if (this.#pending.length < DETECTION_SAMPLE_CHARS) return [];
-    return this.#start(false);
+    let bytes: Uint8Array = typeof input === 'string' ? Buffer.from(input, 'utf8') : input;
+    if (this.#core) return bytes.length ? this.#call(bytes, false) : NONE;
+    if (this.#skipLinesLeft > 0) bytes = this.#skipLines(bytes);
+    if (bytes.length === 0) return NONE;
+    // The caller may reuse its buffer: the sample is a copy.
+    this.#pending.push(Buffer.from(bytes));
+    this.#pendingLength += bytes.length;
+    if (this.#pendingLength < DETECTION_SAMPLE_BYTES && !this.#pinned()) return NONE;
+    return this.#call(null, false);
   }
 
-  end(): R[] {
+  end(): JsonObject[] {
     if (this.#deferred) throw this.#deferred;
-    if (!this.#tokenizer) {
-      const out = this.#start(true);
-      if (this.#deferred) return out;
-      return out.concat(this.#rows((this.#tokenizer as CsvTokenizer | null)?.end() ?? [], true));
-    }
-    return this.#rows(this.#tokenizer.end(), true);
+    return this.#call(null, true);
   }
-
-  #skipLines(text: string): string {
-    // Each skipped line ends at the next LF, whatever lineEnding says (as upstream).
-    let pos = 0;
-    while (this.#skipLinesLeft > 0) {
-      const nl = text.indexOf('\n', pos);
-      if (nl === -1) { this.#skippedBytes += Buffer.byteLength(text); return ''; }
-      pos = nl + 1;
-      this.#skipLinesLeft--;
-    }
-    this.#skippedBytes += Buffer.byteLength(text.slice(0, pos));
-    return text.slice(pos);
-  }
-
-  #skippedBytes = 0;
 
   /**
-   * UTF-8 bytes of text after which the next record starts (every record returned so far lies before
-   * it), or null when unknown: before the dialect is known, and with errorThreshold (rows wait in the
-   * look-ahead window).
+   * Bytes of input after which the next record starts (every record returned or written lies before it),
+   * or null when unknown: before the dialect and headers are known, and with errorThreshold (rows wait in
+   * the look-ahead window).
    */
   position(): number | null {
-    if (this.#tokenizer === null || this.#threshold > 0 || this.#headers === null || this.#deferred) return null;
-    return this.#skippedBytes + this.#tokenizer.bytesConsumed;
+    if (this.#core === null || this.#threshold > 0 || this.#headers === null || this.#deferred) return null;
+    return this.#skippedBytes + this.#core.bytesConsumed;
   }
 
   /** What a parser resuming mid-file needs: the header names and the dialect in use. */
@@ -465,116 +157,161 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
     return { headers: [...this.#headers], delimiter: d.delimiter, quote: d.quote, escape: d.escape, lineEnding: d.lineEnding === 'crlf' ? '\r\n' : d.lineEnding };
   }
 
-  /**
-   * Once the dialect and headers are known, without errorThreshold or a pending error, and the headers
-   * allow JSON text: everything another tokenizer needs to continue exactly where this one stopped
-   * (csv-bytes.ts). Null before that, or when the file must stay on this parser.
-   */
-  handOff(): CsvHandOff | null {
-    if (this.#tokenizer === null || this.dialect === null || this.#headers === null || this.#threshold > 0 || this.#deferred || !this.#jsonText) return null;
-    const prefixes = columnPrefixes(this.#headers);
-    if (prefixes === null) return null;
-    return { dialect: this.dialect, headers: [...this.#headers], prefixes, textBytes: this.#tokenizer.bytesConsumed, skippedBytes: this.#skippedBytes, ...this.#tokenizer.state() };
+  /** Quote and delimiter configured: no sample to wait for. */
+  #pinned(): boolean {
+    const c = this.#config;
+    return c.quote !== null && c.quote !== undefined && c.delimiter !== null && c.delimiter !== undefined;
   }
 
-  #start(complete: boolean): R[] {
+  #skipLines(bytes: Uint8Array): Uint8Array {
+    // Each skipped line ends at the next LF, whatever lineEnding says (as upstream).
+    let pos = 0;
+    while (this.#skipLinesLeft > 0) {
+      const nl = bytes.indexOf(10, pos);
+      if (nl === -1) { this.#skippedBytes += bytes.length - pos; return bytes.subarray(bytes.length); }
+      pos = nl + 1;
+      this.#skipLinesLeft--;
+    }
+    this.#skippedBytes += pos;
+    return bytes.subarray(pos);
+  }
+
+  #start(complete: boolean): void {
     const c = this.#config;
     const lineEnding = c.lineEnding === null || c.lineEnding === undefined || c.lineEnding === '\r\n' ? 'crlf' : c.lineEnding;
     const escape = c.escape ?? '';
-    let sample = this.#pending;
-    if (!complete) {
-      const cut = Math.max(sample.lastIndexOf('\n'), sample.lastIndexOf('\r'));
-      if (cut > 0) sample = sample.slice(0, cut);
+    const text = this.#pending.length === 1 ? this.#pending[0] as Buffer : Buffer.concat(this.#pending);
+    this.#pending = [];
+    this.#pendingLength = 0;
+    let detected: { quote: string; delimiter: string };
+    if (this.#pinned()) detected = { quote: c.quote as string, delimiter: c.delimiter as string };
+    else {
+      let sample: Uint8Array = text;
+      if (!complete) {
+        const cut = Math.max(text.lastIndexOf(10), text.lastIndexOf(13));
+        if (cut > 0) sample = text.subarray(0, cut);
+      }
+      detected = detectDialect(sample, complete, { quote: c.quote ?? null, delimiter: c.delimiter ?? null, escape, lineEnding, ...(this.#headers ? { headerCount: this.#headers.length } : {}) });
     }
-    const detected = (c.quote === null || c.quote === undefined || c.delimiter === null || c.delimiter === undefined)
-      ? detectDialect(sample, complete, { quote: c.quote ?? null, delimiter: c.delimiter ?? null, escape, lineEnding, ...(this.#headers ? { headerCount: this.#headers.length } : {}) })
-      : { quote: c.quote, delimiter: c.delimiter };
     this.dialect = { delimiter: detected.delimiter, quote: detected.quote, escape, lineEnding };
-    this.#tokenizer = new CsvTokenizer(this.dialect);
-    const text = this.#pending;
-    this.#pending = '';
-    if (this.#handOffAfterHeader && !complete) {
-      const first = this.#rows(this.#tokenizer.push(text, this.#headers === null ? 1 : 0), false);
-      // Headers that keep the file here (no JSON text for them): the rest of the sample is parsed now.
-      if (this.handOff() !== null || this.#deferred) return first;
-      return first.concat(this.#rows(this.#tokenizer.resume(), false));
-    }
-    return this.#rows(this.#tokenizer.push(text), false);
-  }
-
-  #rows(rows: CsvRow[], final: boolean): R[] {
-    const out: R[] = [];
-    try {
-      return this.#rowsInto(rows, final, out);
-    } catch (err) {
-      if (out.length === 0) throw err;
-      this.#deferred = err as Error;
-      return out;
-    }
-  }
-
-  #rowsInto(rows: CsvRow[], final: boolean, out: R[]): R[] {
-    let i = 0;
+    this.#core = new CsvCore(this.dialect);
     if (this.#headers === null) {
-      const first = rows[0];
-      if (first === undefined) return final ? this.#drain(out, true) : out;
-      this.#headers = first.fields;
-      i = 1;
-    }
-    const headers = this.#headers;
-    const width = headers.length;
-    const dt = this.#dt;
-    const strict = this.#threshold === 0;
-    if (this.#jsonText && this.#prefixesOf !== headers) {
-      this.#prefixesOf = headers;
-      this.#prefixes = columnPrefixes(headers);
-    }
-    const prefixes = this.#prefixes;
-    for (; i < rows.length; i++) {
-      const row = rows[i] as CsvRow;
-      const fields = row.fields;
-      if (fields.length > width) {
-        const error = new DecodeError(`CSV row at line ${row.line} (byte offset ${row.byteOffset}) has ${fields.length} columns, but the headers only define ${width} columns: fix the row, set headers for every column, or raise errorThreshold`, { line: row.line, byteOffset: row.byteOffset });
-        if (strict) throw error;
-        this.#enqueue({ error }, out);
-        continue;
-      }
-      let record: R;
-      if (prefixes !== null) {
-        // The JSON text JSON.stringify would give for the object below (record.ts).
-        let json = fields.length === 0 ? '{' : '';
-        for (let k = 0; k < fields.length; k++) {
-          const v = fields[k] as string;
-          json += (prefixes[k] as string) + (v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? 'null' : jsonString(dt.string(v)));
-        }
-        record = json as R;
-      } else {
-        const object: JsonObject = {};
-        for (let k = 0; k < fields.length; k++) {
-          const v = fields[k] as string;
-          object[headers[k] as string] = v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? null : dt.string(v);
-        }
-        record = object as R;
-      }
-      if (strict) out.push(record);
-      else this.#enqueue({ record }, out);
-    }
-    return final ? this.#drain(out, true) : out;
+      this.#headerRow = new RowCollector(this.#core);
+      this.#headerRow.limit = 1;
+    } else this.#useHeaders(this.#headers);
+    if (text.length) this.#scan(text, false);
+    if (complete) this.#scan(null, true);
   }
 
-  #enqueue(result: Result<R>, out: R[]): void {
-    this.#queue.push(result);
-    this.#rowsRead++;
-    if ('error' in result) this.#queueErrors++;
-    while (this.#queue.length >= ERROR_WINDOW) this.#pop(out);
+  /** Picks the sink for these headers: JSON lines when it can, else objects. */
+  #useHeaders(headers: string[]): void {
+    this.#headers = headers;
+    const core = this.#core as CsvCore;
+    const prefixes = this.#lines !== null && this.#threshold === 0 ? columnPrefixes(headers) : null;
+    if (prefixes !== null) {
+      this.#json = new CsvJsonSink(core, this.#lines as LineSink, prefixes, this.#dt);
+      this.#sink = this.#json;
+    } else {
+      this.#sink = new ObjectSink(core, (fields, line, byteOffset) => this.#row(fields, line, byteOffset));
+    }
   }
 
-  #drain(out: R[], _final: boolean): R[] {
-    while (this.#queue.length) this.#pop(out);
+  /**
+   * One call from outside (`bytes` pushed, the sample complete, or the end). A tokenizer error fails the
+   * whole call: its rows do not go out. A ragged row or the error threshold stops the scan; the rows of
+   * the call before it go out and the next call throws it (none: it is thrown now).
+   */
+  #call(bytes: Uint8Array | null, final: boolean): JsonObject[] {
+    const lines = this.#lines;
+    const mark = lines === null ? null : { len: lines.len, documents: lines.documents, offset: lines.offset };
+    const rowsAt = this.#json?.rows ?? 0;
+    try {
+      if (this.#core === null) this.#start(final);
+      else this.#scan(bytes, final);
+    } catch (err) {
+      if (mark !== null && lines !== null) {
+        lines.len = mark.len;
+        lines.documents = mark.documents;
+        lines.offset = mark.offset;
+      }
+      this.#out = [];
+      throw err;
+    }
+    const error = this.#error ?? this.#json?.error ?? null;
+    if (error !== null) {
+      const before = (this.#json === null ? 0 : this.#json.rows - rowsAt) + this.#out.length;
+      this.#deferred = error;
+      if (before === 0) throw error;
+    }
+    const out = this.#out;
+    if (out.length === 0) return NONE;
+    this.#out = [];
     return out;
   }
 
-  #pop(out: R[]): void {
+  /** One scan of the tokenizer (`bytes` pushed, or the end), the header row first while it is to come. */
+  #scan(bytes: Uint8Array | null, final: boolean): void {
+    const core = this.#core as CsvCore;
+    if (this.#headerRow !== null) {
+      const h = this.#headerRow;
+      if (bytes !== null) core.push(bytes, h);
+      else core.end(h);
+      const first = h.rows[0];
+      if (first === undefined) return;
+      this.#headerRow = null;
+      this.#useHeaders(first.fields);
+      if (final) core.end(this.#sink as CsvSink);
+      else core.resume(this.#sink as CsvSink);
+    } else if (bytes !== null) core.push(bytes, this.#sink as CsvSink);
+    else core.end(this.#sink as CsvSink);
+    if (final && this.#error === null && (this.#json === null || this.#json.error === null)) this.#drain();
+  }
+
+  /** A row as an object (object sink); false stops the scan at an error. */
+  #row(fields: string[], line: number, byteOffset: number): boolean {
+    const headers = this.#headers as string[];
+    const width = headers.length;
+    const strict = this.#threshold === 0;
+    if (fields.length > width) {
+      const error = raggedRow(fields.length, width, line, byteOffset);
+      if (strict) { this.#error = error; return false; }
+      return this.#enqueue({ error });
+    }
+    const dt = this.#dt;
+    const record: JsonObject = {};
+    for (let k = 0; k < fields.length; k++) {
+      const v = fields[k] as string;
+      record[headers[k] as string] = v === '' || v === 'NULL' || v === 'null' || v === 'nil' ? null : dt.string(v);
+    }
+    if (strict) {
+      this.#out.push(record);
+      return true;
+    }
+    return this.#enqueue({ record });
+  }
+
+  #enqueue(result: Result): boolean {
+    this.#queue.push(result);
+    this.#rowsRead++;
+    if ('error' in result) this.#queueErrors++;
+    try {
+      while (this.#queue.length >= ERROR_WINDOW) this.#pop();
+    } catch (err) {
+      this.#error = err as DecodeError;
+      return false;
+    }
+    return true;
+  }
+
+  #drain(): void {
+    try {
+      while (this.#queue.length) this.#pop();
+    } catch (err) {
+      this.#error = err as DecodeError;
+    }
+  }
+
+  #pop(): void {
     if (this.#queueErrors > 0) {
       const pct = Math.floor((100 * this.#queueErrors) / Math.min(this.#rowsRead, ERROR_WINDOW));
       if (pct >= this.#threshold) {
@@ -582,11 +319,11 @@ export class CsvRecordParser<R extends DecodedRecord = JsonObject> {
         throw new ErrorThresholdError(`error limit exceeded: ${this.#queueErrors} of the last ${Math.min(this.#rowsRead, ERROR_WINDOW)} CSV rows are malformed (${pct}%), at or above errorThreshold ${this.#threshold}%; first: ${first?.message ?? 'unknown'}`, { line: first?.line ?? null, byteOffset: first?.byteOffset ?? null });
       }
     }
-    const head = this.#queue.shift() as Result<R>;
+    const head = this.#queue.shift() as Result;
     if ('error' in head) {
       this.#queueErrors--;
       this.skippedRows++;
       this.#onSkipped(head.error);
-    } else out.push(head.record);
+    } else this.#out.push(head.record);
   }
 }

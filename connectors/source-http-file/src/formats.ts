@@ -3,14 +3,12 @@
 import type { JsonObject } from '@sluice/runtime';
 import { CharsetDecoder } from './charset.ts';
 import { CsvRecordParser } from './csv.ts';
-import { CsvByteDecoder } from './csv-bytes.ts';
 import type { CsvResume } from './csv.ts';
 import type { DecodeError } from './errors.ts';
 import { ConfigError } from './errors.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { JsonRecordParser } from './json.ts';
 import type { LineSink } from './lines.ts';
-import type { DecodedRecord } from './record.ts';
 import type { FormatConfig } from './schema.ts';
 import { W3cRecordParser } from './w3c.ts';
 
@@ -21,8 +19,8 @@ export type ResolvedFormat = Exclude<FormatConfig, { type: 'auto' }>;
  * them to the next call, so callers call `end()` until it returns no records (see drainEnd).
  */
 export interface RecordDecoder {
-  push(chunk: Uint8Array): DecodedRecord[];
-  end(): DecodedRecord[];
+  push(chunk: Uint8Array): JsonObject[];
+  end(): JsonObject[];
   /** Source bytes after which the next record starts (all returned records lie before), or null when unknown. */
   position?(): number | null;
   /** For CSV: the header names and dialect, so a later session can resume mid-file. */
@@ -31,8 +29,8 @@ export interface RecordDecoder {
 
 /**
  * Calls `end()` until it returns nothing (a deferred error is thrown by a later call). `wrote` tells
- * whether the call wrote lines to a LineSink instead of returning records (csv-bytes.ts): that counts
- * as a batch too.
+ * whether the call wrote lines to a LineSink instead of returning records (CSV, csv-bytes.ts): that
+ * counts as a batch too.
  */
 export function* drainEnd<R>(decoder: { end(): R[] }, wrote: () => boolean = () => false): Generator<R[]> {
   for (let i = 0; i < 3; i++) {
@@ -83,13 +81,46 @@ export function resolveFormat(explicit: FormatConfig | undefined, names: string[
   throw new ConfigError(`unable to automatically determine the format for file '${names[0] ?? ''}'. explicit format configuration required: set parser.format.type to csv, json, avro, parquet, protobuf or w3cExtendedLog`);
 }
 
-interface TextParser {
-  push(text: string): DecodedRecord[];
-  end(): DecodedRecord[];
-  position?(): number | null;
-  resumeConfig?(): CsvResume | null;
+/** CSV: the charset stage gives UTF-8 bytes (other encodings transcoded) to the one tokenizer (csv.ts). */
+class CsvDecoder implements RecordDecoder {
+  readonly #charset: CharsetDecoder;
+  readonly #parser: CsvRecordParser;
+  #ended = false;
+  constructor(charset: CharsetDecoder, parser: CsvRecordParser) {
+    this.#charset = charset;
+    this.#parser = parser;
+  }
+  /** Input offsets equal source offsets only for UTF-8 (plus a stripped BOM). */
+  position(): number | null {
+    if (this.#charset.encoding !== 'utf-8') return null;
+    const p = this.#parser.position();
+    return p === null ? null : p + this.#charset.bomLength;
+  }
+  resumeConfig(): CsvResume | null {
+    return this.#parser.resumeConfig();
+  }
+  push(chunk: Uint8Array): JsonObject[] {
+    const bytes = this.#charset.pushBytes(chunk);
+    return bytes.length ? this.#parser.push(bytes) : [];
+  }
+  end(): JsonObject[] {
+    if (!this.#ended) {
+      this.#ended = true;
+      const bytes = this.#charset.endBytes();
+      const records = bytes.length ? this.#parser.push(bytes) : [];
+      if (records.length) return records;
+    }
+    return this.#parser.end();
+  }
 }
 
+interface TextParser {
+  push(text: string): JsonObject[];
+  end(): JsonObject[];
+  position?(): number | null;
+}
+
+/** JSON and W3C: the charset stage gives text to the parser. */
 class TextDecoderChain implements RecordDecoder {
   readonly #charset: CharsetDecoder;
   readonly #parser: TextParser;
@@ -105,15 +136,12 @@ class TextDecoderChain implements RecordDecoder {
     const p = this.#parser.position?.() ?? null;
     return p === null ? null : p + this.#charset.bomLength;
   }
-  resumeConfig(): CsvResume | null {
-    return this.#parser.resumeConfig?.() ?? null;
-  }
-  push(chunk: Uint8Array): DecodedRecord[] {
+  push(chunk: Uint8Array): JsonObject[] {
     const text = this.#charset.push(chunk);
     return text.length ? this.#map(this.#parser.push(text)) : [];
   }
   #ended = false;
-  end(): DecodedRecord[] {
+  end(): JsonObject[] {
     if (!this.#ended) {
       this.#ended = true;
       const a = this.#parser.push(this.#charset.end());
@@ -121,7 +149,7 @@ class TextDecoderChain implements RecordDecoder {
     }
     return this.#map(this.#parser.end());
   }
-  #map(records: DecodedRecord[]): DecodedRecord[] {
+  #map(records: JsonObject[]): JsonObject[] {
     // `after` is only given for parsers that yield objects (JSON).
     if (this.#after) for (const r of records) this.#after(r as JsonObject);
     return records;
@@ -158,11 +186,9 @@ export interface DecoderOptions {
   onSkippedRow?: (error: DecodeError) => void;
   /** Parse from the middle of a CSV file: these headers and this dialect, UTF-8, no skipLines. */
   csvResume?: CsvResume;
-  /** CSV records as JSON text where the headers allow it (see record.ts); other formats give objects. */
-  jsonText?: boolean;
   /**
-   * With jsonText and errorThreshold 0, CSV rows after the first chunk are written to this sink as
-   * framed `captured` lines (csv-bytes.ts) instead of being returned.
+   * With errorThreshold 0 and headers JSON text can take, CSV rows are written to this sink as framed
+   * `captured` lines (csv-bytes.ts) instead of being returned as objects.
    */
   lines?: LineSink;
 }
@@ -181,11 +207,7 @@ export async function createRecordDecoder(format: ResolvedFormat, options: Decod
         : format.config ?? {};
       const charset = new CharsetDecoder({ encoding: config.encoding ?? null });
       const skipped = options.onSkippedRow ? { onSkippedRow: options.onSkippedRow } : {};
-      if (options.lines && options.jsonText === true && (config.errorThreshold ?? 0) === 0) {
-        return new CsvByteDecoder({ config, datetimes: dt, sink: options.lines, charset, ...skipped });
-      }
-      const parser = new CsvRecordParser<DecodedRecord>({ config, datetimes: dt, jsonText: options.jsonText === true, ...skipped });
-      return new TextDecoderChain(charset, parser, null);
+      return new CsvDecoder(charset, new CsvRecordParser({ config, datetimes: dt, ...skipped, ...(options.lines ? { lines: options.lines } : {}) }));
     }
     case 'json':
       return new TextDecoderChain(new CharsetDecoder({ sampleBytes: 32 }), new JsonRecordParser(), (r) => dt.value(r));

@@ -119,13 +119,13 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom,
       onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
     })) {
-      for (const r of batch.records) sink.appendRecord(r);
+      for (const r of batch.records) sink.appendOpenRecord(r);
       // Lines go out in batches of BATCH_BYTES, or at a checkpoint.
       if (sink.len < BATCH_BYTES && since + sink.documents < o.every) continue;
       const taken = sink.take();
       if (taken === null) continue;
       since += taken.documents;
-      const out: CaptureOutput[] = [{ capturedLines: { documents: taken.documents, lines: taken.bytes, written: (err?: Error | null) => { if (!err) sink.recycle(taken.bytes.buffer as ArrayBuffer); } } }];
+      const out: CaptureOutput[] = [{ capturedLines: { documents: taken.documents, lines: taken.lines, written: (err?: Error | null) => { if (!err) sink.recycle(taken.lines.buffer as ArrayBuffer); } } }];
       if (since >= o.every) {
         since = 0;
         out.push(o.progress(sink.offset, { rowGroup: batch.rowGroup, row: batch.row }));
@@ -133,7 +133,7 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       yield out;
     }
     const rest = sink.take();
-    if (rest) yield [{ capturedLines: { documents: rest.documents, lines: rest.bytes } }];
+    if (rest) yield [{ capturedLines: rest }];
     return sink.offset;
   } finally {
     await source.close();

@@ -11,7 +11,6 @@ import { createRecordDecoder, drainEnd, resolveFormat } from './formats.ts';
 import type { RecordDecoder, ResolvedFormat } from './formats.ts';
 import type { ParserConfig } from './schema.ts';
 import type { CsvResume } from './csv.ts';
-import type { DecodedRecord } from './record.ts';
 import type { LineSink } from './lines.ts';
 
 export interface FileMeta {
@@ -34,13 +33,8 @@ export interface ParseEvents {
    */
   tracker?: { position: number | null; csv: CsvResume | null };
   /**
-   * CSV records may come as JSON text without the closing brace (record.ts) instead of objects: the
-   * capture writes them out as they are. Other formats, and headers the fast path cannot take, give objects.
-   */
-  jsonText?: boolean;
-  /**
-   * With jsonText: CSV rows may be written to this sink as framed `captured` lines (csv-bytes.ts); a batch
-   * is then yielded for them too (possibly with no records).
+   * CSV rows may be written to this sink as framed `captured` lines (csv-bytes.ts) instead of returned as
+   * objects; a batch is then yielded for them too (possibly with no records).
    */
   lines?: LineSink;
 }
@@ -84,10 +78,8 @@ export function checkParserConfig(parser: ParserConfig | undefined): void {
   if (parser?.defaultOffset !== undefined) new DatetimeNormalizer(parser.defaultOffset);
 }
 
-/** Parses one file's body into record batches (records carry no `_meta` yet; objects unless `events.jsonText`). */
-export function parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events?: ParseEvents & { jsonText?: false }, resume?: ResumeFrom): AsyncGenerator<JsonObject[]>;
-export function parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents, resume?: ResumeFrom): AsyncGenerator<DecodedRecord[]>;
-export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<DecodedRecord[]> {
+/** Parses one file's body into record batches (records carry no `_meta` yet; CSV rows may go to `events.lines`). */
+export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<JsonObject[]> {
   let datetimes: DatetimeNormalizer;
   try {
     datetimes = new DatetimeNormalizer(parser?.defaultOffset ?? '+00:00');
@@ -112,7 +104,7 @@ export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta
   const decoderFor = (member: string | null): Promise<RecordDecoder> => {
     const format = outerFormat ?? resolveFormat(explicitFormat, member ? [...names, member.split('/').pop() ?? member] : names, meta.contentType);
     events.onFormat?.(format, member);
-    return createRecordDecoder(format, { datetimes, jsonText: events.jsonText === true, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}), ...(events.lines ? { lines: events.lines } : {}) });
+    return createRecordDecoder(format, { datetimes, ...(events.onSkippedRow ? { onSkippedRow: events.onSkippedRow } : {}), ...(resume?.csv ? { csvResume: resume.csv } : {}), ...(events.lines ? { lines: events.lines } : {}) });
   };
   const tracker = events.tracker;
   const base = resume?.byteOffset ?? 0;

@@ -1,17 +1,11 @@
-// Decoded records and the CSV fast path's pre-serialised form.
-// A CSV record is a flat object of string-or-null values, so its JSON text can be built straight from
-// the fields (column-name prefixes escaped once per header row) instead of creating an object and
-// JSON.stringify-ing it. The text is exactly what JSON.stringify would give for the object the slow
-// path builds; headers for which that is not a simple concatenation (duplicates, array-index names,
+// Records: `_meta`, and the column prefixes of CSV rows written as JSON straight from their bytes.
+// A CSV record is a flat object of string-or-null values, so its JSON text can be built from the fields
+// (column-name prefixes escaped once per header row, csv-bytes.ts) instead of creating an object and
+// JSON.stringify-ing it. The text is exactly what JSON.stringify would give for the object the object
+// sink builds; headers for which that is not a simple concatenation (duplicates, array-index names,
 // `__proto__`, `_meta`) keep the object path.
 import type { JsonObject } from '@sluice/runtime';
 import { DecodeError } from './errors.ts';
-
-/**
- * One decoded record: an object, or (CSV fast path) the JSON text of the object WITHOUT its closing
- * brace, e.g. `{"a":"x","b":null` — the connector appends `_meta` and the brace.
- */
-export type DecodedRecord = JsonObject | string;
 
 /** Characters JSON.stringify escapes in a string: `"`, `\`, C0 controls, and surrogates (lone ones are escaped; pairs are checked by JSON.stringify itself). */
 // eslint-disable-next-line no-control-regex -- the control characters are exactly what must be found
@@ -38,11 +32,6 @@ export function columnPrefixes(headers: readonly string[]): string[] | null {
     seen.add(h);
   }
   return headers.map((h, i) => `${i === 0 ? '{' : ','}${JSON.stringify(h)}:`);
-}
-
-/** Completes a record's JSON text with `_meta` (`jsonOpen` from the CSV fast path, `metaJson` e.g. `{"file":"…","offset":3}`). */
-export function closeJsonRecord(jsonOpen: string, metaJson: string): string {
-  return jsonOpen.length === 1 ? `${jsonOpen}"_meta":${metaJson}}` : `${jsonOpen},"_meta":${metaJson}}`;
 }
 
 /** Sets `_meta: {file, offset}` on a parsed record, keeping its other `_meta` members; a non-object `_meta` is an error. */

@@ -75,7 +75,6 @@ function serialize(err: unknown): SerializedError {
 async function run(init: WorkerInit, lines: LineSink): Promise<void> {
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
   const parsed = parseFile(input(), init.meta, init.parser, {
-    jsonText: true,
     lines,
     tracker,
     onCompression: (c, by) => post({ t: 'log', message: `compression: ${c} (by ${by})` }),

@@ -1,5 +1,6 @@
-// The CSV byte path (src/csv-bytes.ts: bytes → framed lines in a LineSink) against the string path
-// (src/csv.ts: text → JSON text → lines), on generated files: every dialect the SPEC offers, quotes, escapes,
+// The CSV JSON sink (src/csv-bytes.ts: the tokenizer's bytes → framed lines in a LineSink) against the
+// object sink (src/csv.ts: fields → objects → JSON.stringify → lines), both over the one tokenizer, on
+// generated files: every dialect the SPEC offers, quotes, escapes,
 // CR/LF mixes, multi-byte UTF-8, control characters, timestamps (valid, invalid, with fractions and
 // offsets), null tokens, short rows, BOMs and other encodings, gzip, resume by skipping and by Range, and
 // the errors (ragged row, unclosed quote, invalid bytes), over random chunkings. Both must give the same
@@ -113,19 +114,19 @@ async function run(chunks: Uint8Array[], parser: ParserConfig, bytePath: boolean
   const out: Run = { batches: [], error: null, byteBatches: 0 };
   const body = (async function* () { yield* chunks; })();
   try {
-    for await (const records of parseFile(body, { filename: 'f.csv' }, parser, { jsonText: true, tracker, ...(bytePath ? { lines: sink } : {}) }, resume)) {
+    for await (const records of parseFile(body, { filename: 'f.csv' }, parser, { tracker, ...(bytePath ? { lines: sink } : {}) }, resume)) {
       const fromSink = sink.pending;
       for (const record of records) sink.appendRecord(record);
       const taken = sink.take();
       if (taken === null) continue;
       if (fromSink) out.byteBatches++;
-      out.batches.push({ text: Buffer.from(taken.bytes).toString('utf8'), documents: taken.documents, offset: sink.offset, position: tracker.position, csv: tracker.position === null ? null : tracker.csv });
+      out.batches.push({ text: Buffer.from(taken.lines).toString('utf8'), documents: taken.documents, offset: sink.offset, position: tracker.position, csv: tracker.position === null ? null : tracker.csv });
     }
   } catch (err) {
     out.error = `${(err as Error).name}: ${(err as Error).message}`;
     // The lines written before the error (and not yet taken) would go out as a failed batch.
     const taken = sink.take();
-    if (taken) out.batches.push({ text: Buffer.from(taken.bytes).toString('utf8'), documents: taken.documents, offset: sink.offset, position: null, csv: null });
+    if (taken) out.batches.push({ text: Buffer.from(taken.lines).toString('utf8'), documents: taken.documents, offset: sink.offset, position: null, csv: null });
   }
   return out;
 }

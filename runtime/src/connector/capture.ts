@@ -85,25 +85,6 @@ function checkOneVariant(output: object): void {
 }
 
 /**
- * For a captured document the connector serialised itself (`{ captured: { binding, docJson } }`): the
- * exact line to write (with its `\n`), the same bytes encodeCaptureOutput gives for `{ doc }`. Null for
- * every other output. `docJson` is not parsed: it is checked to be one line of object text only.
- */
-export function encodeCapturedJson(output: CaptureOutput, bindingCount: number): string | null {
-  if (typeof output !== 'object' || output === null) return null;
-  const c = (output as { captured?: unknown }).captured;
-  if (typeof c !== 'object' || c === null || !('docJson' in c)) return null;
-  checkOneVariant(output);
-  const binding = checkBindingIndex((c as { binding?: unknown }).binding, bindingCount, 'captured document');
-  const docJson = (c as { docJson: unknown }).docJson;
-  if ('doc' in c) throw new ProtocolError(`captured document for binding ${binding}: give either doc or docJson, not both`);
-  if (typeof docJson !== 'string' || docJson.charCodeAt(0) !== 0x7b || docJson.charCodeAt(docJson.length - 1) !== 0x7d || docJson.includes('\n')) {
-    throw new ProtocolError(`captured document for binding ${binding}: docJson must be the compact JSON text of an object (JSON.stringify of it), got ${typeof docJson === 'string' ? JSON.stringify(docJson.slice(0, 60)) : typeof docJson}`);
-  }
-  return binding === 0 ? `{"captured":{"doc":${docJson}}}\n` : `{"captured":{"binding":${binding},"doc":${docJson}}}\n`;
-}
-
-/**
  * For `{ capturedLines: { documents, lines } }` (lines the connector framed itself): the text and
  * document count, after checking the framing of the first and last line. Null for every other output.
  */
@@ -114,12 +95,12 @@ export function checkCapturedLines(output: CaptureOutput): CapturedLines | null 
   const documents = c?.documents;
   const lines = c?.lines;
   const written = c?.written;
-  if ((typeof lines !== 'string' && !(lines instanceof Uint8Array)) || typeof documents !== 'number' || !Number.isInteger(documents) || documents < 0 || (written !== undefined && typeof written !== 'function')) {
-    throw new ProtocolError('capturedLines must be { documents: <integer ≥ 0>, lines: <string or Uint8Array>, written?: <function> }');
+  if (!(lines instanceof Uint8Array) || typeof documents !== 'number' || !Number.isInteger(documents) || documents < 0 || (written !== undefined && typeof written !== 'function')) {
+    throw new ProtocolError('capturedLines must be { documents: <integer ≥ 0>, lines: <Uint8Array>, written?: <function> } (CapturedLinesWriter.take)');
   }
   const framed = documents === 0 ? lines.length === 0 : startsWithCaptured(lines) && endsWithObjectLine(lines);
   if (!framed) {
-    const head = typeof lines === 'string' ? lines.slice(0, 60) : Buffer.from(lines.buffer, lines.byteOffset, Math.min(lines.length, 60)).toString('utf8');
+    const head = Buffer.from(lines.buffer, lines.byteOffset, Math.min(lines.length, 60)).toString('utf8');
     throw new ProtocolError(`capturedLines must hold ${documents} complete "captured" lines (each {"captured":{…}} and a newline), got ${JSON.stringify(head)}`);
   }
   return written === undefined ? { documents, lines } : { documents, lines, written };
@@ -127,15 +108,13 @@ export function checkCapturedLines(output: CaptureOutput): CapturedLines | null 
 
 const CAPTURED_OPEN = '{"captured":{';
 
-function startsWithCaptured(lines: string | Uint8Array): boolean {
-  if (typeof lines === 'string') return lines.startsWith(CAPTURED_OPEN);
+function startsWithCaptured(lines: Uint8Array): boolean {
   if (lines.length < CAPTURED_OPEN.length) return false;
   for (let i = 0; i < CAPTURED_OPEN.length; i++) if (lines[i] !== CAPTURED_OPEN.charCodeAt(i)) return false;
   return true;
 }
 
-function endsWithObjectLine(lines: string | Uint8Array): boolean {
-  if (typeof lines === 'string') return lines.endsWith('}\n');
+function endsWithObjectLine(lines: Uint8Array): boolean {
   return lines.length >= 2 && lines[lines.length - 2] === 0x7d && lines[lines.length - 1] === 0x0a;
 }
 
@@ -143,8 +122,6 @@ function endsWithObjectLine(lines: string | Uint8Array): boolean {
 export function encodeCaptureOutput(output: CaptureOutput, bindingCount: number): JsonObject {
   if (!isPlainObject(output)) throw new ProtocolError(`the connector yielded ${JSON.stringify(output)} instead of a capture output`);
   checkOneVariant(output);
-  const json = encodeCapturedJson(output, bindingCount);
-  if (json !== null) return JSON.parse(json) as JsonObject;
   if ('captured' in output) {
     const c = output.captured as CapturedResponse;
     const binding = checkBindingIndex(c?.binding, bindingCount, 'captured document');
@@ -316,20 +293,13 @@ async function runSession<Config, Resource>(
       }
       if (result.done) break;
       let written: Promise<void>;
+      let line: JsonObject;
       // Lines the connector framed itself (a batch of documents) go out as they are, counted as documents.
       const framed = checkCapturedLines(result.value);
-      // A document the connector serialised itself goes out as it is (no parse, no stringify).
-      const json = framed === null ? encodeCapturedJson(result.value, count) : null;
-      const line = json === null && framed === null ? encodeCaptureOutput(result.value, count) : null;
       if (framed !== null) {
         documentsSinceCheckpoint += framed.documents;
-        written = typeof framed.lines === 'string'
-          ? io.writer.writeDocumentLine(framed.lines)
-          : io.writer.writeDocumentBytes(framed.lines, framed.written);
-      } else if (line === null) {
-        documentsSinceCheckpoint++;
-        written = io.writer.writeDocumentLine(json as string);
-      } else if ('captured' in line) {
+        written = io.writer.writeDocumentBytes(framed.lines, framed.written);
+      } else if ('captured' in (line = encodeCaptureOutput(result.value, count))) {
         documentsSinceCheckpoint++;
         written = io.writer.writeDocument(line);
       } else {

@@ -80,27 +80,19 @@ export interface CaptureOpenContext<Config, Resource> extends BaseContext<Config
 }
 
 /**
- * A captured document the connector has already serialised. `docJson` must be exactly what
- * `JSON.stringify(doc)` gives for a JSON object `doc`; the runtime splices it into the `captured` line
- * without parsing it, so the line is byte for byte the one `{ captured: { binding, doc } }` produces.
- * The runtime checks only that it is one line of object text (`{…}`, no newline).
- */
-export interface CapturedJson { binding?: number; docJson: string }
-
-/**
- * A batch of `captured` lines the connector framed itself (e.g. in a worker thread): `documents` lines,
- * each exactly what `{ captured: { binding, doc } }` would be written as and ending in `\n`. The runtime
- * appends text to its coalescing buffer as it is, and writes bytes to the stream as they are after that
- * buffer (both with backpressure), and counts `documents` toward the next checkpoint; it checks only the
- * framing of the first and last line.
+ * A batch of `captured` lines framed by the runtime's CapturedLinesWriter (protocol/captured-lines.ts)
+ * around documents the connector serialised itself, possibly in another thread: `documents` lines, each
+ * exactly what `{ captured: { binding, doc } }` would be written as and ending in `\n`. The runtime writes
+ * the bytes to the stream as they are (after any buffered documents, with backpressure) and counts
+ * `documents` toward the next checkpoint; it checks the framing of the first and last line.
  */
 export interface CapturedLines {
   documents: number;
-  /** The lines as text, or as UTF-8 bytes (e.g. a buffer a worker thread filled and transferred). */
-  lines: string | Uint8Array;
+  /** The lines as UTF-8 bytes (CapturedLinesWriter.take; e.g. a buffer a worker thread filled and transferred). */
+  lines: Uint8Array;
   /**
-   * For bytes: called once the output stream has taken them (with the error if it failed), after which
-   * the connector may reuse the buffer (e.g. transfer it back to the thread that fills it).
+   * Called once the output stream has taken them (with the error if it failed), after which the connector
+   * may reuse the buffer (CapturedLinesWriter.recycle, or transfer it back to the thread that fills it).
    */
   written?: (err?: Error | null) => void;
 }
@@ -108,7 +100,6 @@ export interface CapturedLines {
 /** What a capture session yields; each is written as one protocol line, in order, with backpressure. */
 export type CaptureOutput =
   | { captured: CapturedResponse }
-  | { captured: CapturedJson }
   | { capturedLines: CapturedLines }
   | { checkpoint: CheckpointResponse }
   | { sourcedSchema: SourcedSchemaResponse };

@@ -590,7 +590,7 @@ export class MessageWriter {
 
   /**
    * Appends an already-serialised document line (ending with `\n`) to the coalescing buffer, exactly as
-   * writeDocument does with the line it serialises (capture outputs carrying `docJson`).
+   * writeDocument does with the line it serialises (the host sending `load` and `store` requests it built as text).
    */
   writeDocumentLine(line: string): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);

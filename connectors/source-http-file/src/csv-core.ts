@@ -1,0 +1,457 @@
+// The one CSV tokenizer: UTF-8 bytes in (other encodings are transcoded before, charset.ts), fields and row
+// ends out to a sink. Every CSV rule lives here, once: quotes are recognised only at the start of a field,
+// a doubled quote is a literal quote, inside a quoted field the escape byte makes the next byte literal
+// whatever it is (the escape itself included, `\\` → `\`, as Rust's csv-core), text after a closing quote
+// up to the delimiter is kept (lenient, as the csv crate), blank lines are skipped, CRLF mode accepts \r, \n
+// and \r\n, a row longer than MAX_ROW_BYTES is an error, and so is a quoted field left open at the end.
+// (Reference §4.5, §4.6.) Sinks decide what a row becomes: framed JSON lines (csv-bytes.ts), objects for
+// discover and errorThreshold, header names, or field counts for dialect detection (csv.ts).
+import { ConfigError, DecodeError } from './errors.ts';
+
+export interface CsvDialect {
+  delimiter: string;
+  /** '' = quoting disabled. */
+  quote: string;
+  /** '' = no escape character. */
+  escape: string;
+  /** 'crlf' = \r, \n or \r\n; otherwise a single terminator character. */
+  lineEnding: 'crlf' | string;
+}
+
+export const LF = 10;
+export const CR = 13;
+
+/** Upper bound on one row, so a missing closing quote cannot grow memory without limit. */
+export const MAX_ROW_BYTES = 64 * 1024 * 1024;
+
+/**
+ * Linear time on long rows. A push re-scans the carried incomplete row from its start, so a row spread
+ * over k chunks would cost O(k²) (a 32 MB row took 32 s). Once the carried row reaches this size it is
+ * re-scanned only when the bytes held have grown by half since the last scan (or at the end, or past
+ * MAX_ROW_BYTES): geometric growth, so every byte is scanned O(1) times. Smaller rows are scanned at
+ * every push (batch ends unchanged).
+ */
+export const LONG_ROW_BYTES = 1024 * 1024;
+
+/**
+ * What the tokenizer reports. Fields come in order between rowStart and rowEnd; a row the input held so
+ * far does not complete is withdrawn with rowAbort (it comes again, whole, from a later push).
+ */
+export interface CsvSink {
+  /** A row starts; at most `maxBytes` bytes of input make it up (room for the sink's output). */
+  rowStart(maxBytes: number): void;
+  /**
+   * An unquoted field starting at src[a]: it ends at the first byte `ends` marks, or at n. The sink reads
+   * it (with skipUnquoted, or its own loop over the same table) and returns where it ended.
+   */
+  unquoted(src: Uint8Array, a: number, n: number, index: number): number;
+  /** A quoted field's value, unescaped: src[a, b). */
+  quoted(src: Uint8Array, a: number, b: number, index: number): void;
+  /** The row ended after `fields` fields; false stops the scan after it (the rest waits for resume/push). */
+  rowEnd(fields: number, line: number, byteOffset: number): boolean;
+  /** The row started is incomplete in the input held: forget it. */
+  rowAbort(): void;
+}
+
+/** End of an unquoted field from src[a]: the first byte `ends` marks, or n. */
+export function skipUnquoted(ends: Uint8Array, src: Uint8Array, a: number, n: number): number {
+  let j = a;
+  while (j < n && ends[src[j] as number] === 0) j++;
+  return j;
+}
+
+export function tooLong(line: number): DecodeError {
+  return new DecodeError(`CSV row starting at line ${line} is longer than ${MAX_ROW_BYTES} bytes: check the quote and line ending settings`, { line });
+}
+
+/** A row with more fields than the headers name (upstream's error, with where it is and what to do). */
+export function raggedRow(fields: number, width: number, line: number, byteOffset: number): DecodeError {
+  return new DecodeError(`CSV row at line ${line} (byte offset ${byteOffset}) has ${fields} columns, but the headers only define ${width} columns: fix the row, set headers for every column, or raise errorThreshold`, { line, byteOffset });
+}
+
+const EMPTY = Buffer.alloc(0);
+
+function singleByte(what: string, value: string): number {
+  const b = Buffer.from(value, 'utf8');
+  if (b.length !== 1) throw new ConfigError(`CSV ${what} must be a single ASCII character, got ${JSON.stringify(value)}`);
+  return b[0] as number;
+}
+
+/** Bytes in → rows to a sink, across any chunk boundary. Holds at most one incomplete row between pushes. */
+export class CsvCore {
+  readonly dialect: CsvDialect;
+  /** 1 for the bytes that end an unquoted field: the delimiter and the terminator(s). */
+  readonly ends: Uint8Array;
+  readonly #delim: number;
+  readonly #quote: number;
+  readonly #escape: number;
+  readonly #crlf: boolean;
+  readonly #term: number;
+  /**
+   * Unconsumed bytes (at most one incomplete row) at the start of this buffer; the next chunk is appended
+   * to them there: one buffer reused for the whole file instead of a concatenation per chunk.
+   */
+  #work: Buffer = Buffer.allocUnsafe(0);
+  #carryLength = 0;
+  /** Bytes carried when the last scan ended inside a row (see LONG_ROW_BYTES); 0 after a stop. */
+  #carried = 0;
+  #line = 1;
+  /** A \r ended the previous push in CRLF mode: a leading \n belongs to it. */
+  #pendingCR = false;
+  #consumed = 0;
+  /** An unescaped quoted value. */
+  #scratch: Buffer = Buffer.allocUnsafe(1024);
+
+  constructor(dialect: CsvDialect) {
+    this.dialect = dialect;
+    this.#delim = singleByte('delimiter', dialect.delimiter);
+    this.#quote = dialect.quote ? singleByte('quote', dialect.quote) : -1;
+    this.#escape = dialect.escape ? singleByte('escape', dialect.escape) : -1;
+    this.#crlf = dialect.lineEnding === 'crlf' || dialect.lineEnding === '\r\n';
+    this.#term = this.#crlf ? -1 : singleByte('lineEnding', dialect.lineEnding);
+    this.ends = new Uint8Array(256);
+    this.ends[this.#delim] = 1;
+    if (this.#crlf) {
+      this.ends[LF] = 1;
+      this.ends[CR] = 1;
+    } else this.ends[this.#term] = 1;
+  }
+
+  /** Bytes consumed so far: every row reported lies before this point (error offsets count from 0 here). */
+  get bytesConsumed(): number {
+    return this.#consumed;
+  }
+
+  /** Bytes held: the incomplete row after bytesConsumed. */
+  get bytesHeld(): number {
+    return this.#carryLength;
+  }
+
+  /** Scans `bytes` after the held ones; returns the rows completed. Throws DecodeError (too long, unclosed quote at the end). */
+  push(bytes: Uint8Array, sink: CsvSink): number {
+    return this.#scan(bytes, false, sink);
+  }
+
+  /** Continues after a stop (rowEnd returned false), without new input. */
+  resume(sink: CsvSink): number {
+    return this.#scan(EMPTY, false, sink, true);
+  }
+
+  /** The input ended: the held bytes are the last row (may stop early too: call again until it returns 0). */
+  end(sink: CsvSink): number {
+    return this.#scan(EMPTY, true, sink, true);
+  }
+
+  #scan(bytes: Uint8Array, final: boolean, sink: CsvSink, force = false): number {
+    let s: Buffer;
+    const held = this.#carryLength;
+    if (held > 0) {
+      if (bytes.length > 0) {
+        if (this.#work.length < held + bytes.length) {
+          const bigger = Buffer.allocUnsafe(Math.max(held + bytes.length, this.#work.length * 2, 128 * 1024));
+          this.#work.copy(bigger, 0, 0, held);
+          this.#work = bigger;
+        }
+        this.#work.set(bytes, held);
+        this.#carryLength = held + bytes.length;
+      }
+      const total = this.#carryLength;
+      // A long incomplete row is re-scanned only once the bytes held have grown by half (LONG_ROW_BYTES).
+      const carried = this.#carried;
+      if (!final && !force && carried >= LONG_ROW_BYTES && total < carried + (carried >> 1) && total <= MAX_ROW_BYTES) return 0;
+      s = this.#work.subarray(0, total);
+    } else {
+      if (bytes.length === 0 && !final) return 0;
+      s = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+    }
+    const n = s.length;
+    const D = this.#delim;
+    const Q = this.#quote;
+    const E = this.#escape;
+    const crlf = this.#crlf;
+    const T = this.#term;
+    let pos = 0;
+    let line = this.#line;
+    if (this.#pendingCR && n > 0) {
+      this.#pendingCR = false;
+      if (s[0] === LF) pos = 1;
+    }
+    let consumed = pos;
+    let consumedLine = line;
+    let rowsDone = 0;
+    let stopped = false;
+    rows: while (pos < n) {
+      const rowStart = pos;
+      const rowLine = line;
+      const c0 = s[pos] as number;
+      if (crlf ? c0 === LF || c0 === CR : c0 === T) {
+        // Blank line: skipped.
+        pos++;
+        if (crlf && c0 === CR) {
+          if (pos < n) { if (s[pos] === LF) pos++; } else if (!final) this.#pendingCR = true;
+        }
+        line++;
+        consumed = pos;
+        consumedLine = line;
+        continue;
+      }
+      sink.rowStart(n - rowStart);
+      let fields = 0;
+      while (true) {
+        // One field starting at pos.
+        if (pos < n && s[pos] === Q) {
+          let i = pos + 1;
+          let closed = false;
+          let len = 0;
+          let scratch: Buffer = this.#scratch;
+          while (i < n) {
+            const c = s[i] as number;
+            if (c === E) {
+              if (i + 1 >= n) break; // need the escaped byte
+              // The next byte is literal whatever it is, the escape byte included (csv-core).
+              if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
+              scratch[len++] = s[i + 1] as number;
+              i += 2;
+              continue;
+            }
+            if (c === Q) {
+              if (i + 1 < n && s[i + 1] === Q) {
+                if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
+                scratch[len++] = c;
+                i += 2;
+                continue;
+              }
+              if (i + 1 >= n && !final) break; // a doubled quote may follow in the next chunk
+              closed = true;
+              i++;
+              break;
+            }
+            if (crlf) {
+              if (c === LF) line++;
+              else if (c === CR) {
+                line++;
+                if (s[i + 1] === LF) {
+                  if (len + 2 > scratch.length) scratch = this.#grow(len + 2);
+                  scratch[len++] = c;
+                  scratch[len++] = LF;
+                  i += 2;
+                  continue;
+                }
+              }
+            } else if (c === T) line++;
+            if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
+            scratch[len++] = c;
+            i++;
+          }
+          if (!closed) {
+            sink.rowAbort();
+            if (!final) { if (n - rowStart > MAX_ROW_BYTES) throw tooLong(rowLine); line = rowLine; break rows; }
+            const at = this.#consumed + rowStart;
+            throw new DecodeError(`CSV quoted field starting at line ${rowLine} (byte offset ${at}) has no closing quote before the end of the file: check the quote setting or the file`, { line: rowLine, byteOffset: at });
+          }
+          // After the closing quote, bytes up to the delimiter are kept (lenient, like the csv crate).
+          let j = i;
+          while (j < n) {
+            const d = s[j] as number;
+            if (d === D || (crlf ? d === LF || d === CR : d === T)) break;
+            j++;
+          }
+          if (j > i) {
+            if (len + (j - i) > scratch.length) scratch = this.#grow(len + (j - i));
+            s.copy(scratch, len, i, j);
+            len += j - i;
+          }
+          pos = j;
+          sink.quoted(scratch, 0, len, fields);
+        } else {
+          pos = sink.unquoted(s, pos, n, fields);
+        }
+        fields++;
+        if (pos >= n) {
+          if (!final) {
+            sink.rowAbort();
+            if (n - rowStart > MAX_ROW_BYTES) throw tooLong(rowLine);
+            line = rowLine;
+            break rows;
+          }
+          break;
+        }
+        const c = s[pos] as number;
+        if (c === D) { pos++; continue; }
+        // Terminator.
+        pos++;
+        if (crlf && c === CR) {
+          if (pos < n) { if (s[pos] === LF) pos++; } else if (!final) this.#pendingCR = true;
+        }
+        line++;
+        break;
+      }
+      // A complete row (the length limit holds however the row was split into chunks).
+      if (pos - rowStart > MAX_ROW_BYTES) { sink.rowAbort(); throw tooLong(rowLine); }
+      rowsDone++;
+      const go = sink.rowEnd(fields, rowLine, this.#consumed + rowStart);
+      consumed = pos;
+      consumedLine = line;
+      if (!go) { stopped = true; break; }
+    }
+    this.#consumed += consumed;
+    const rest = n - consumed;
+    if (rest > 0) {
+      if (s.buffer === this.#work.buffer && s.byteOffset === this.#work.byteOffset) this.#work.copyWithin(0, consumed, n);
+      else {
+        if (this.#work.length < rest) this.#work = Buffer.allocUnsafe(Math.max(rest, 128 * 1024));
+        s.copy(this.#work, 0, consumed, n);
+      }
+    }
+    this.#carryLength = rest;
+    this.#carried = stopped ? 0 : rest;
+    this.#line = consumedLine;
+    return rowsDone;
+  }
+
+  #grow(min: number): Buffer {
+    let size = this.#scratch.length * 2;
+    while (size < min) size *= 2;
+    const next = Buffer.allocUnsafe(size);
+    this.#scratch.copy(next);
+    this.#scratch = next;
+    return next;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Plain sinks: rows as strings (header rows, tests) and field counts (dialect detection).
+
+export interface CsvRow {
+  fields: string[];
+  /** 1-based line where the row starts. */
+  line: number;
+  /** Byte offset of the row start in the tokenizer's input. */
+  byteOffset: number;
+}
+
+/** Rows as field strings, up to `limit` rows per scan. */
+export class RowCollector implements CsvSink {
+  readonly #ends: Uint8Array;
+  rows: CsvRow[] = [];
+  #fields: string[] = [];
+  limit = Infinity;
+  constructor(core: CsvCore) {
+    this.#ends = core.ends;
+  }
+  rowStart(): void {
+    this.#fields = [];
+  }
+  unquoted(src: Uint8Array, a: number, n: number): number {
+    const j = skipUnquoted(this.#ends, src, a, n);
+    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, j - a).toString('utf8'));
+    return j;
+  }
+  quoted(src: Uint8Array, a: number, b: number): void {
+    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, b - a).toString('utf8'));
+  }
+  rowEnd(_fields: number, line: number, byteOffset: number): boolean {
+    this.rows.push({ fields: this.#fields, line, byteOffset });
+    return this.rows.length < this.limit;
+  }
+  rowAbort(): void {
+    this.#fields = [];
+  }
+}
+
+/**
+ * The tokenizer with rows as strings: text or UTF-8 bytes in, rows out (tests, and what a caller that
+ * wants field strings uses).
+ */
+export class CsvTokenizer {
+  readonly #core: CsvCore;
+  readonly #rows: RowCollector;
+  constructor(dialect: CsvDialect) {
+    this.#core = new CsvCore(dialect);
+    this.#rows = new RowCollector(this.#core);
+  }
+  push(input: string | Uint8Array): CsvRow[] {
+    this.#core.push(typeof input === 'string' ? Buffer.from(input, 'utf8') : input, this.#rows);
+    return this.#take();
+  }
+  end(): CsvRow[] {
+    this.#core.end(this.#rows);
+    return this.#take();
+  }
+  #take(): CsvRow[] {
+    const rows = this.#rows.rows;
+    this.#rows.rows = [];
+    return rows;
+  }
+}
+
+/** Field counts per row (dialect detection needs no values). */
+class FieldCounter implements CsvSink {
+  readonly #ends: Uint8Array;
+  counts: number[] = [];
+  constructor(core: CsvCore) {
+    this.#ends = core.ends;
+  }
+  rowStart(): void {}
+  unquoted(src: Uint8Array, a: number, n: number): number {
+    return skipUnquoted(this.#ends, src, a, n);
+  }
+  quoted(): void {}
+  rowEnd(fields: number): boolean {
+    this.counts.push(fields);
+    return true;
+  }
+  rowAbort(): void {}
+}
+
+// ------------------------------------------------------------------------------------------------
+// Dialect detection (reference §4.5).
+
+const QUOTE_CANDIDATES = ['"', "'", ''];
+const DELIMITER_CANDIDATES = [',', '|', '\t', ';'];
+
+interface Scored { quote: string; delimiter: string; good: number; mean: number; cv: number }
+
+/** Picks quote and delimiter from a sample (UTF-8 bytes or text); configured values pin their dimension. */
+export function detectDialect(sample: Uint8Array | string, complete: boolean, pinned: { quote?: string | null; delimiter?: string | null; escape: string; lineEnding: 'crlf' | string; headerCount?: number }): { quote: string; delimiter: string } {
+  const bytes = typeof sample === 'string' ? Buffer.from(sample, 'utf8') : sample;
+  const quotes = pinned.quote !== null && pinned.quote !== undefined ? [pinned.quote] : QUOTE_CANDIDATES;
+  const delimiters = pinned.delimiter !== null && pinned.delimiter !== undefined ? [pinned.delimiter] : DELIMITER_CANDIDATES;
+  let best: Scored | null = null;
+  for (const quote of quotes) {
+    for (const delimiter of delimiters) {
+      const core = new CsvCore({ delimiter, quote, escape: pinned.escape, lineEnding: pinned.lineEnding });
+      const counter = new FieldCounter(core);
+      let counts: number[];
+      try {
+        core.push(bytes, counter);
+        if (complete) core.end(counter);
+        counts = counter.counts;
+      } catch {
+        counts = [];
+      }
+      const headerCount = pinned.headerCount ?? counts[0] ?? 0;
+      const scores = counts.map((f) => (f > headerCount ? 0 : f - 1));
+      const good = scores.filter((x) => x > 0).length;
+      const mean = scores.length ? scores.reduce((a, b) => a + b, 0) / scores.length : 0;
+      const sd = scores.length ? Math.sqrt(scores.reduce((a, b) => a + (b - mean) ** 2, 0) / scores.length) : 0;
+      const cand: Scored = { quote, delimiter, good, mean, cv: mean > 0 ? sd / mean : Infinity };
+      if (best === null || better(cand, best)) best = cand;
+    }
+  }
+  return { quote: best?.quote ?? '"', delimiter: best?.delimiter ?? ',' };
+}
+
+function quoteRank(q: string): number {
+  return q === '"' ? 2 : q === "'" ? 1 : 0;
+}
+
+/** True when `a` should replace the current best `b` (later candidates win remaining ties). */
+function better(a: Scored, b: Scored): boolean {
+  if (a.good !== b.good) return a.good > b.good;
+  if (a.mean === 0 || b.mean === 0) {
+    if (a.mean !== b.mean) return a.mean > b.mean;
+  } else if (a.cv !== b.cv) return a.cv < b.cv;
+  if (a.quote !== b.quote) return quoteRank(a.quote) > quoteRank(b.quote);
+  return true;
+}
