@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { shebangNodeFlags } from '../plane/src/registry.ts';
+import { nodeFlagsOf } from '@sluice/runtime/launch';
 
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.js', import.meta.url).pathname;
 const arg = process.argv.indexOf('--max-mb');
@@ -39,7 +39,7 @@ const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 /** Runs one capture; returns wall seconds, documents and the last error line. */
 async function capture(path: string): Promise<{ seconds: number; docs: number; error: string }> {
   const started = process.hrtime.bigint();
-  const child = spawn(process.execPath, [...shebangNodeFlags(BIN), BIN], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, SLUICE_HTTP_FILE_WORKER: '0' } });
+  const child = spawn(process.execPath, [...nodeFlagsOf(BIN), BIN], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, SLUICE_HTTP_FILE_WORKER: '0' } });
   // Counts `captured` lines by their first bytes only (a long line must not be re-joined per chunk).
   let docs = 0;
   let head = '';

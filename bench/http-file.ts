@@ -25,7 +25,7 @@ import { pipeline } from 'node:stream/promises';
 import { parse as csvParse } from 'csv-parse/sync';
 import { CsvRecordParser } from '../connectors/source-http-file/src/csv.ts';
 import { DatetimeNormalizer } from '../connectors/source-http-file/src/datetime.ts';
-import { shebangNodeFlags } from '../plane/src/registry.ts';
+import { nodeFlagsOf } from '@sluice/runtime/launch';
 import { createHttpFileConnector } from '../connectors/source-http-file/src/index.ts';
 
 // Child mode: the connector's open() in-process, JSON lines to stdout, no runtime.
@@ -93,8 +93,8 @@ const argProf = process.argv.indexOf('--cpu-prof-dir');
 const PROF_FLAGS = argProf > 0 ? ['--cpu-prof', `--cpu-prof-dir=${process.argv[argProf + 1]}`] : [];
 const BIN = new URL('../connectors/source-http-file/bin/source-http-file.js', import.meta.url).pathname;
 const SELF = new URL(import.meta.url).pathname;
-/** The V8 flags of the bin's shebang (`#!/usr/bin/env -S node <flags>`), passed to every child we spawn. */
-const V8_FLAGS = shebangNodeFlags(BIN);
+/** The V8 flags the connector declares (package.json `sluice.nodeFlags`), passed to every child we spawn. */
+const V8_FLAGS = nodeFlagsOf(BIN);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
 const csvPath = join(dir, 'rides.csv');
 

@@ -104,7 +104,7 @@ esac
 for n in "${names[@]}"; do
   version=$(tr -d '[:space:]' <"connectors/$n/VERSION")
   [[ "$version" =~ ^v[0-9]+$ ]] || die "connectors/$n/VERSION holds '$version'; expected v<major>, e.g. v1"
-  inputs=(package.json package-lock.json runtime docker/install-prod-deps.sh "docker/$n" "connectors/$n")
+  inputs=(package.json package-lock.json runtime docker/install-prod-deps.sh docker/write-entrypoint.js "docker/$n" "connectors/$n")
   case "$n" in materialize-sql*) inputs+=(connectors/materialize-sql) ;; esac
   tag_sha=$sha
   if [ -n "$(git status --porcelain -- "${inputs[@]}" 2>/dev/null)" ]; then tag_sha="$sha-dirty"; fi

@@ -22,7 +22,8 @@ import { runSession, startConnector, unaryRpc } from '../runtime/src/host/index.
 import type { ContainerTarget } from '../runtime/src/host/index.ts';
 import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
-import { builtinConnector, shebangNodeFlags } from '../plane/src/registry.ts';
+import { nodeFlagsOf } from '@sluice/runtime/launch';
+import { builtinConnector } from '../plane/src/registry.ts';
 
 const run = promisify(execFile);
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -133,10 +134,12 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       assert.equal(info.Config.Labels?.['FLOW_RUNTIME_PROTOCOL'], image.protocol);
       assert.equal(info.Config.Labels?.['FLOW_RUNTIME_CODEC'], 'json');
       assert.equal(info.Config.Labels?.['org.opencontainers.image.version'], image.version);
-      // The bin's shebang flags (e.g. source-http-file's heap limits) are in the entrypoint too.
+      // The entrypoint runs the bin with the Node flags its package.json declares (e.g. source-http-file's heap limits).
       const binFile = builtinConnector(image.name)!.bin;
       const bin = `/app/${binFile.slice(ROOT.length)}`;
-      assert.deepEqual(info.Config.Entrypoint, ['/usr/local/bin/node', ...shebangNodeFlags(binFile), bin]);
+      assert.deepEqual(info.Config.Entrypoint, ['/app/entrypoint']);
+      const exec = (await shell(image.name, 'cat /app/entrypoint')).split('\n').find((l) => l.startsWith('exec '));
+      assert.equal(exec, `exec ${['/usr/local/bin/node', ...nodeFlagsOf(binFile), bin].map((w) => `'${w}'`).join(' ')} "$@"`);
       assert.ok((info.Config.Env ?? []).includes('NODE_COMPILE_CACHE=/app/.node-compile-cache'), `NODE_COMPILE_CACHE is not set: ${JSON.stringify(info.Config.Env)}`);
       // The compile cache was filled at build time (the image's start skips TypeScript stripping).
       assert.match(await shell(image.name, 'find /app/.node-compile-cache -type f | wc -l'), /^[1-9]\d*\s*$/);

@@ -1,8 +1,9 @@
 // The built-in connectors: each is an npm bin in this repo and an image. A catalog image whose name
 // ends in /source-http-file, /materialize-sqlserver or /materialize-sqlite runs the built-in bin as a
 // process when no container engine is configured.
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { nodeFlagsOf } from '@sluice/runtime/launch';
 
 export interface BuiltinConnector {
   name: string;
@@ -62,24 +63,11 @@ export function builtinForImage(image: string): BuiltinConnector | undefined {
 }
 
 /**
- * How to run a built-in connector as a process with the current Node, with the Node flags of its bin's
- * `#!/usr/bin/env -S node <flags>` line (e.g. source-http-file's heap limits), which running
- * `node <bin>` would otherwise skip.
+ * How to run a built-in connector as a process with the current Node and the Node flags its package declares
+ * (`sluice.nodeFlags`, e.g. source-http-file's heap limits): passed here, the bin's launcher need not re-execute.
  */
 export function builtinCommand(connector: BuiltinConnector): { command: string; args: string[] } {
-  return { command: process.execPath, args: [...shebangNodeFlags(connector.bin), connector.bin] };
-}
-
-/** The `--` flags a bin's first line passes to node (`#!/usr/bin/env -S node --a --b`), or none. */
-export function shebangNodeFlags(bin: string): string[] {
-  let first: string;
-  try {
-    first = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
-  } catch {
-    return [];
-  }
-  const m = /^#!\S*env\s+-S\s+node\s+(.*)$/.exec(first.trim());
-  return m ? (m[1] as string).split(/\s+/).filter((a) => a.startsWith('--')) : [];
+  return { command: process.execPath, args: [...nodeFlagsOf(connector.bin), connector.bin] };
 }
 
 export function isInstalled(connector: BuiltinConnector): boolean {

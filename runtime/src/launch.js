@@ -7,7 +7,7 @@
 // It is written for any Node that can run npm 11 (20.17 and later): no TypeScript, no newer syntax or APIs.
 // @ts-check
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 // A namespace import: Node 20 (which must reach the re-exec) has no enableCompileCache/getCompileCacheDir.
 import * as nodeModule from 'node:module';
 import { dirname, join } from 'node:path';
@@ -19,6 +19,45 @@ export const MIN_NODE_MAJOR = 24;
 
 /** Set on the re-executed child, so a pinned Node that is somehow too old cannot loop. */
 const REEXEC_ENV = 'SLUICE_REEXECUTED_NODE';
+/** Set when this bin re-executed itself to add its Node flags, so it cannot loop if they do not show. */
+const FLAGS_ENV = 'SLUICE_NODE_FLAGS_APPLIED';
+
+/**
+ * The Node flags a bin runs with, declared as data in its package.json (`"sluice": {"nodeFlags": [...]}`, the
+ * nearest package.json above the bin): e.g. source-http-file's heap limits. This launcher applies them; the
+ * plane's registry, the connector images' entrypoints and the benches read them here to pass them themselves.
+ * @param {string} bin the bin's path or file: URL
+ * @returns {string[]}
+ */
+export function nodeFlagsOf(bin) {
+  let dir = dirname(bin.startsWith('file:') ? fileURLToPath(bin) : bin);
+  for (;;) {
+    const file = join(dir, 'package.json');
+    if (existsSync(file)) {
+      /** @type {{ sluice?: { nodeFlags?: unknown } }} */
+      const pkg = JSON.parse(readFileSync(file, 'utf8'));
+      const flags = pkg.sluice?.nodeFlags ?? [];
+      if (!Array.isArray(flags) || !flags.every((f) => typeof f === 'string' && /^--[a-z0-9-]+(=\S+)?$/.test(f))) {
+        throw new Error(`${file}: "sluice.nodeFlags" must be a list of Node flags such as "--max-old-space-size=512"`);
+      }
+      return flags;
+    }
+    const up = dirname(dir);
+    if (up === dir) return [];
+    dir = up;
+  }
+}
+
+/**
+ * The declared flags this process was not started with. A flag counts as given when Node got it by name, with
+ * any value (on the command line or in NODE_OPTIONS): a host's own choice wins over the declared one.
+ * @param {string[]} declared
+ * @returns {string[]}
+ */
+export function missingNodeFlags(declared) {
+  const given = [...process.execArgv, ...(process.env['NODE_OPTIONS'] ?? '').split(/\s+/)].map((f) => f.split('=')[0]);
+  return declared.filter((f) => !given.includes(f.split('=')[0]));
+}
 
 /** The major version of a Node version string ('20.20.2' → 20). @param {string} version */
 export function nodeMajor(version) {
@@ -37,20 +76,32 @@ export function pinnedNode() {
 }
 
 /**
- * Returns when this Node can run the sources. Otherwise re-executes the bin at `binUrl` on the pinned Node,
- * forwards SIGINT/SIGTERM/SIGHUP to it, and exits as it does (never returning); or, with no pinned Node, prints
- * what to do and exits 1.
+ * Returns when this Node can run the sources with the bin's declared Node flags (nodeFlagsOf). When flags are
+ * missing (a host ran `node <bin>`), re-executes the bin with them in this same process (process.execve: same
+ * pid, same stdio; a host that passes them, as the registry, the images and the benches do, pays nothing).
+ * On a Node older than 24, re-executes the bin, with the flags, on the pinned Node as a child, forwards
+ * SIGINT/SIGTERM/SIGHUP to it, and exits as it does (never returning); or, with no pinned Node, prints what to do
+ * and exits 1.
  * @param {string} binUrl the bin's `import.meta.url`
  * @returns {Promise<void>}
  */
 export async function runOnSupportedNode(binUrl) {
-  if (nodeMajor(process.versions.node) >= MIN_NODE_MAJOR) {
+  const bin = fileURLToPath(binUrl);
+  // The marker is for this process only: a program it starts (a `local` connector, say) applies its own flags.
+  const applied = process.env[FLAGS_ENV] !== undefined;
+  delete process.env[FLAGS_ENV];
+  const missing = applied ? [] : missingNodeFlags(nodeFlagsOf(bin));
+  const supported = nodeMajor(process.versions.node) >= MIN_NODE_MAJOR;
+  if (supported && missing.length === 0) {
     enablePrivateCompileCache();
     return;
   }
-  const bin = fileURLToPath(binUrl);
+  const args = [...process.execArgv, ...missing, bin, ...process.argv.slice(2)];
+  if (supported && typeof process.execve === 'function') {
+    process.execve(process.execPath, [process.execPath, ...args], { ...process.env, [FLAGS_ENV]: '1' });
+  }
   const name = bin.split(/[\\/]/).pop()?.replace(/\.[jt]s$/, '') ?? 'sluice';
-  const pinned = process.env[REEXEC_ENV] === undefined ? pinnedNode() : undefined;
+  const pinned = supported ? process.execPath : process.env[REEXEC_ENV] === undefined ? pinnedNode() : undefined;
   if (pinned === undefined) {
     const repo = fileURLToPath(new URL('../..', import.meta.url));
     process.stderr.write(`${name}: needs Node.js ${MIN_NODE_MAJOR} or later; this is Node ${process.versions.node} (${process.execPath}).\n` +
@@ -58,9 +109,9 @@ export async function runOnSupportedNode(binUrl) {
       `or install Node ${MIN_NODE_MAJOR} (https://nodejs.org).\n`);
     process.exit(1);
   }
-  const child = spawn(pinned, [...process.execArgv, bin, ...process.argv.slice(2)], {
+  const child = spawn(pinned, args, {
     stdio: 'inherit',
-    env: { ...process.env, [REEXEC_ENV]: process.versions.node },
+    env: { ...process.env, [REEXEC_ENV]: process.versions.node, [FLAGS_ENV]: '1' },
   });
   // A supervisor's signal reaches this process; the child must get it too (a terminal's Ctrl-C reaches both).
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {

@@ -1,11 +1,12 @@
-#!/usr/bin/env -S node --max-semi-space-size=2 --max-old-space-size=512
+#!/usr/bin/env node
 // source-http-file: speaks the Flow capture protocol (JSON codec) on stdin/stdout.
-// The V8 flags above keep peak RSS low on big files: the young generation otherwise grows to 64 MB and
-// the old one is collected lazily (measured: 2M rows through the protocol, 203 MB → 133 MB, same speed).
-// The semi-space is 2 MB: the CSV byte path allocates little, and 2 was measured as fast as 8 or 16 with
-// a smaller RSS (and keeps both heaps under 150 MB when the parser thread is on, SLUICE_HTTP_FILE_WORKER=1).
-// A host that runs `node bin/source-http-file.js` itself should pass them too (bench/http-file.ts reads
-// the flags from this line).
+// Its V8 flags are declared in package.json (`sluice.nodeFlags`: --max-semi-space-size=2
+// --max-old-space-size=512) and applied by the launcher, which re-executes the bin with them in the same process
+// when a host started it without them; the registry, the image's entrypoint and the benches pass them from there.
+// They keep peak RSS low on big files: the young generation otherwise grows to 64 MB and the old one is
+// collected lazily (measured: 2M rows through the protocol, 203 MB → 133 MB, same speed). The semi-space is
+// 2 MB: the CSV byte path allocates little, and 2 was measured as fast as 8 or 16 with a smaller RSS (and keeps
+// both heaps under 150 MB when the parser thread is on, SLUICE_HTTP_FILE_WORKER=1).
 // Environment (optional): HTTP_FILE_CHECKPOINT_EVERY, HTTP_FILE_MAX_RETRIES, HTTP_FILE_BACKOFF_MS,
 // HTTP_FILE_CONNECT_TIMEOUT_MS, HTTP_FILE_IDLE_TIMEOUT_MS (tests and tuning); limits:
 // HTTP_FILE_MIN_BYTES_PER_SECOND (default 1024; 0 = no rule) over HTTP_FILE_THROUGHPUT_WINDOW_MS
@@ -17,7 +18,7 @@
 // Start-up: the launcher turns on Node's module compile cache in this user's private cache directory
 // (@sluice/runtime/launch), so later starts skip the TypeScript stripper: measured 0.38 → 0.27 s CPU and
 // 111 → 102 MB RSS to answer `spec`.
-// On a Node older than 24 the launcher re-executes this bin, with the flags above, on the pinned Node 24.
+// On a Node older than 24 the launcher re-executes this bin, with those flags, on the pinned Node 24.
 // @ts-check
 import { runOnSupportedNode } from '@sluice/runtime/launch';
 

@@ -62,7 +62,7 @@ describe('registry', () => {
     assert.equal(builtinForImage('ghcr.io/estuary/materialize-postgres:v4'), undefined);
     assert.equal(imageBaseName('localhost:5000/x/y:z'), 'y');
   });
-  it('runs a built-in as a process with the current Node, and the Node flags of its bin\'s shebang', () => {
+  it('runs a built-in as a process with the current Node and the Node flags its package.json declares', () => {
     const c = builtinConnector('materialize-sqlite')!;
     assert.deepEqual(builtinCommand(c), { command: process.execPath, args: [c.bin] });
     const h = builtinConnector('source-http-file')!;
