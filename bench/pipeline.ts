@@ -180,7 +180,9 @@ async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rs
     await once(child, 'exit');
   }
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
-  return { secs, rssMb: rss, journalMb: statSync(join(run, 'data', 'journals.db')).size / 1e6, cpu };
+  const journalFiles = join(run, 'data', 'journals');
+  const journalBytes = statSync(join(run, 'data', 'journals.db')).size + readdirSync(journalFiles).reduce((n, f) => n + statSync(join(journalFiles, f)).size, 0);
+  return { secs, rssMb: rss, journalMb: journalBytes / 1e6, cpu };
 }
 
 function shell(): number {

@@ -1,5 +1,5 @@
 // The plane's data directory holds refresh-token hashes and the JWT signing key (control.db,
-// jwt-signing-key), every journal (journals.db) and lock files: only its owner may read it (issue 17.11).
+// jwt-signing-key), every journal (journals.db and journals/) and lock files: only its owner may read it (issue 17.11).
 // The directory is 0700 and its files 0600 — created so, and fixed (with a warning) when found looser,
 // e.g. a data dir made by an older Sluice (0755 / 0644).
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';

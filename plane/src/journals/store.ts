@@ -1,11 +1,16 @@
-// Collections as append-only journals in one SQLite database (node:sqlite, WAL) under the data dir.
-// Each document is one JSON line; a journal's offsets are the running sum of the bytes written
-// (line + "\n"), as in Gazette. A commit writes each journal's new lines as fragments: BLOBs of
-// consecutive lines (up to FRAGMENT_BYTES each) with their begin and end offsets, so a 500k-document
-// capture is ~100 rows rather than 500k, and the file holds the documents' bytes plus little more.
-// One commit, spanning any number of journals plus task state, is one database transaction
-// (BEGIN IMMEDIATE … COMMIT), so readers never see part of a commit and kill -9 loses or repeats nothing.
-// Reads by offset range find the fragment holding the offset (an index on (journal, begin)).
+// Collections as append-only journals under the data dir: an index and the task state in one SQLite
+// database (journals.db, node:sqlite, WAL), the documents' bytes in one file per journal
+// (journals/<journal id>.jnl, at their journal offsets). Each document is one JSON line; a journal's
+// offsets are the running sum of the bytes written (line + "\n"), as in Gazette. A commit writes each
+// journal's new lines into its file at the committed head (positional writes, so bytes a crashed commit
+// left past the head are simply overwritten), syncs the files, then records them as fragments (rows of
+// begin/end offsets, up to FRAGMENT_BYTES each) with the new heads and task state in ONE database
+// transaction (BEGIN IMMEDIATE … COMMIT): readers see only committed heads, so they never see part of a
+// commit, and kill -9 at any point loses or repeats nothing. Reads by offset range find the fragment
+// holding the offset (an index on (journal, begin)) and read its bytes from the file. Why files and not
+// BLOBs (as before): SQLite writes a BLOB twice (WAL, then checkpoint) through 4 KiB overflow pages;
+// measured per 10k 376-byte documents, loaded: insert+commit 56 ms vs pwrite+fsync 17 ms, read 30 ms
+// vs 2 ms. Fragments written as BLOBs by earlier versions stay readable (column `data`).
 // A large ingest request stages its bytes before its commit (stage(): each piece its own short
 // transaction, so writing 60 MB never holds the event loop or the write lock for long) into
 // `fragment_data`, invisible to readers; its commit then only adds fragment rows that point at the staged
@@ -19,10 +24,11 @@
 //   raft_term   the count of times the store has been opened (persisted, +1 per open)
 import { randomBytes } from 'node:crypto';
 import { EventEmitter } from 'node:events';
+import { closeSync, constants as fsConstants, fdatasyncSync, fstatSync, ftruncateSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { JsonValue } from '@sluice/runtime';
-import { makeDataDir, makePrivateFile } from '../data-dir.ts';
+import { DATA_FILE_MODE, makeDataDir, makePrivateFile } from '../data-dir.ts';
 import type { PartitionLabels } from './names.ts';
 
 export interface StoreHeader {
@@ -75,7 +81,7 @@ export interface JournalTx {
 interface Fragment { id: number; begin: number; end: number; data: Buffer }
 
 // A journal's pending writes in a commit: lines (strings) or encoded chunks, never both at once.
-interface JournalRow { id: number; head: number; lines: string[]; chunks: Buffer[]; bytes: number; begin: number }
+interface JournalRow { id: number; head: number; committed: number; lines: string[]; chunks: Buffer[]; bytes: number; begin: number }
 
 /** Most bytes of one fragment row (a commit writes a journal's lines as one or more fragments). */
 export const FRAGMENT_BYTES = 4 * 1024 * 1024;
@@ -85,12 +91,21 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
   readonly #recentFragments: Fragment[] = [];
+  /** Where the journals' files are (journals/ beside journals.db). */
+  readonly #filesDir: string;
+  /** Sync the files before each commit (synchronous FULL: a commit survives a power loss). */
+  readonly #syncFiles: boolean;
+  /** Open file descriptors by journal id; a file is trimmed to its committed head when first opened. */
+  readonly #fds = new Map<number, number>();
+  readonly #trimmed = new Set<number>();
 
-  private constructor(file: string, options: { synchronous: 'FULL' | 'NORMAL' }) {
+  private constructor(file: string, filesDir: string, options: { synchronous: 'FULL' | 'NORMAL' }) {
     this.file = file;
+    this.#filesDir = filesDir;
+    this.#syncFiles = options.synchronous === 'FULL';
     this.#db = new DatabaseSync(file, { timeout: 10_000 });
     // journal_size_limit: the WAL is truncated back after a checkpoint (a large commit would leave it large).
     this.#db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${options.synchronous}; PRAGMA foreign_keys = ON; PRAGMA journal_size_limit = ${64 * 1024 * 1024};`);
@@ -110,6 +125,8 @@ export class JournalStore {
     // Stores created before staging get the column that points a fragment at a staged piece.
     const columns = this.#db.prepare('PRAGMA table_info(fragments)').all() as { name: string }[];
     if (!columns.some((c) => c.name === 'data_id')) this.#db.exec('ALTER TABLE fragments ADD COLUMN data_id INTEGER');
+    // …and the one that says a fragment's bytes are in the journal's file.
+    if (!columns.some((c) => c.name === 'in_file')) this.#db.exec('ALTER TABLE fragments ADD COLUMN in_file INTEGER');
     this.#db.exec('CREATE INDEX IF NOT EXISTS fragments_by_data ON fragments (data_id) WHERE data_id IS NOT NULL');
     const s = (sql: string) => this.#db.prepare(sql);
     this.#stmts = {
@@ -117,11 +134,12 @@ export class JournalStore {
       insertJournal: s('INSERT INTO journals (name, collection, labels, head) VALUES (?, ?, ?, 0) RETURNING id'),
       setHead: s('UPDATE journals SET head = ? WHERE id = ?'),
       insertFragment: s('INSERT INTO fragments (journal, begin_offset, end_offset, data) VALUES (?, ?, ?, ?)'),
+      insertFileFragment: s("INSERT INTO fragments (journal, begin_offset, end_offset, data, in_file) VALUES (?, ?, ?, X'', 1)"),
       insertStagedFragment: s("INSERT INTO fragments (journal, begin_offset, end_offset, data, data_id) VALUES (?, ?, ?, X'', ?)"),
       stage: s('INSERT INTO fragment_data (data) VALUES (?) RETURNING id'),
       stagedLength: s('SELECT length(data) AS n FROM fragment_data WHERE id = ?'),
       discardStaged: s('DELETE FROM fragment_data WHERE id = ? AND NOT EXISTS (SELECT 1 FROM fragments WHERE data_id = ?)'),
-      readFragment: s(`SELECT begin_offset AS b, end_offset AS e,
+      readFragment: s(`SELECT begin_offset AS b, end_offset AS e, in_file AS f,
         CASE WHEN data_id IS NULL THEN data ELSE (SELECT data FROM fragment_data WHERE id = data_id) END AS d
         FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1`),
       getState: s('SELECT value FROM states WHERE key = ?'),
@@ -143,12 +161,42 @@ export class JournalStore {
     this.#events.setMaxListeners(0);
   }
 
-  /** Opens (creating if needed) `<dataDir>/journals.db`. */
+  /** Opens (creating if needed) `<dataDir>/journals.db` and `<dataDir>/journals/`. */
   static open(dataDir: string, options: { synchronous?: 'FULL' | 'NORMAL' } = {}): JournalStore {
     makeDataDir(dataDir);
+    makeDataDir(join(dataDir, 'journals'));
     // Journals are private from their creation (SQLite gives -wal/-shm the database file's mode).
     makePrivateFile(join(dataDir, 'journals.db'));
-    return new JournalStore(join(dataDir, 'journals.db'), { synchronous: options.synchronous ?? 'FULL' });
+    return new JournalStore(join(dataDir, 'journals.db'), join(dataDir, 'journals'), { synchronous: options.synchronous ?? 'FULL' });
+  }
+
+  /**
+   * The journal's file (created 0600), opened once per process. When this process first opens it for a
+   * commit, bytes past the committed head (left by a commit that crashed before its database transaction)
+   * are cut off, so the file holds only committed documents.
+   */
+  #fileOf(id: number, committedHead?: number): number {
+    let fd = this.#fds.get(id);
+    if (fd === undefined) {
+      fd = openSync(join(this.#filesDir, `${id}.jnl`), fsConstants.O_RDWR | fsConstants.O_CREAT, DATA_FILE_MODE);
+      this.#fds.set(id, fd);
+      // A new file's directory entry must be durable too.
+      if (this.#syncFiles) this.#syncDir();
+    }
+    if (committedHead !== undefined && !this.#trimmed.has(id)) {
+      this.#trimmed.add(id);
+      if (fstatSync(fd).size > committedHead) ftruncateSync(fd, committedHead);
+    }
+    return fd;
+  }
+
+  #syncDir(): void {
+    const dfd = openSync(this.#filesDir, 'r');
+    try {
+      fsyncSync(dfd);
+    } finally {
+      closeSync(dfd);
+    }
   }
 
   header(): StoreHeader {
@@ -167,6 +215,7 @@ export class JournalStore {
   commit(fn: (tx: JournalTx) => void): CommitResult {
     this.#assertOpen();
     const touched = new Map<string, JournalRow>();
+    const written = new Set<number>();
     const flush = (row: JournalRow) => {
       if (row.lines.length === 0 && row.chunks.length === 0) return;
       let data: Buffer;
@@ -183,7 +232,10 @@ export class JournalStore {
       } else {
         data = row.chunks.length === 1 ? row.chunks[0]! : Buffer.concat(row.chunks);
       }
-      this.#stmts.insertFragment.run(row.id, row.begin, row.head, data);
+      const fd = this.#fileOf(row.id, row.committed);
+      for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at, row.begin + at);
+      written.add(fd);
+      this.#stmts.insertFileFragment.run(row.id, row.begin, row.head);
       row.lines = [];
       row.chunks = [];
       row.bytes = 0;
@@ -195,7 +247,7 @@ export class JournalStore {
         const found = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
         const id = found?.id ?? Number((this.#stmts.insertJournal.get(journal, collection, JSON.stringify(labels)) as { id: number }).id);
         const head = found?.head ?? 0;
-        row = { id, head, lines: [], chunks: [], bytes: 0, begin: head };
+        row = { id, head, committed: head, lines: [], chunks: [], bytes: 0, begin: head };
         touched.set(journal, row);
       }
       return row;
@@ -242,6 +294,8 @@ export class JournalStore {
         this.#stmts.setHead.run(row.head, row.id);
         offsets[name] = row.head;
       }
+      // The documents' bytes are durable before the transaction that makes them visible commits.
+      if (this.#syncFiles) for (const fd of written) fdatasyncSync(fd);
       const revision = Number(this.#meta('revision') ?? '0') + 1;
       this.#setMeta('revision', String(revision));
       return offsets;
@@ -322,9 +376,21 @@ export class JournalStore {
    */
   #fragmentAt(id: number, offset: number): Fragment | undefined {
     for (const c of this.#recentFragments) if (c.id === id && offset >= c.begin && offset < c.end) return c;
-    const r = this.#stmts.readFragment.get(id, offset) as { b: number; e: number; d: Uint8Array } | undefined;
+    const r = this.#stmts.readFragment.get(id, offset) as { b: number; e: number; f: number | null; d: Uint8Array } | undefined;
     if (r === undefined) return undefined;
-    const f = { id, begin: r.b, end: r.e, data: Buffer.from(r.d.buffer, r.d.byteOffset, r.d.byteLength) };
+    let data: Buffer;
+    if (r.f === 1) {
+      data = Buffer.allocUnsafe(r.e - r.b);
+      const fd = this.#fileOf(id);
+      for (let at = 0; at < data.length;) {
+        const n = readSync(fd, data, at, data.length - at, r.b + at);
+        if (n === 0) throw new Error(`journal file ${join(this.#filesDir, `${id}.jnl`)} ends at ${r.b + at}, before its committed fragment [${r.b}, ${r.e}): the data dir was damaged`);
+        at += n;
+      }
+    } else {
+      data = Buffer.from(r.d.buffer, r.d.byteOffset, r.d.byteLength);
+    }
+    const f = { id, begin: r.b, end: r.e, data };
     this.#recentFragments.unshift(f);
     if (this.#recentFragments.length > 8) this.#recentFragments.pop();
     return f;
@@ -386,6 +452,8 @@ export class JournalStore {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    for (const fd of this.#fds.values()) closeSync(fd);
+    this.#fds.clear();
     this.#db.close();
   }
 

@@ -136,3 +136,40 @@ test('staged bytes are invisible until a commit points at them; unreferenced one
   reopened.discardStaged(c);
   assert.equal(staged(reopened), 2);
 });
+
+test('documents live in one file per journal; bytes a crashed commit left past the head are never read and are cut off', async (t) => {
+  const { appendFileSync, readdirSync, statSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { DatabaseSync } = await import('node:sqlite');
+  const dir = tempDir(t);
+  const a = JournalStore.open(dir);
+  // Over FRAGMENT_BYTES in one commit: several fragments, read back across their boundaries.
+  const big = 'x'.repeat(1000);
+  a.commit((tx) => { for (let i = 0; i < 5000; i++) tx.append('c/pivot=00', 'c', {}, `{"i":${i},"s":"${big}"}`); });
+  const head = a.head('c/pivot=00');
+  a.close();
+  const files = readdirSync(join(dir, 'journals'));
+  assert.equal(files.length, 1);
+  const file = join(dir, 'journals', files[0]!);
+  assert.equal(statSync(file).size, head, 'the file holds exactly the committed bytes');
+  assert.equal(statSync(file).mode & 0o777, 0o600);
+  // A commit that crashed after writing its bytes, before its transaction: garbage past the head.
+  appendFileSync(file, '{"i":"never committed"}\n{"half');
+  // …and a fragment an earlier version wrote as a BLOB, after the file's.
+  const db = new DatabaseSync(join(dir, 'journals.db'));
+  db.prepare('INSERT INTO fragments (journal, begin_offset, end_offset, data) VALUES ((SELECT id FROM journals), ?, ?, ?)').run(head, head + 10, Buffer.from('{"old":1}\n'));
+  db.prepare('UPDATE journals SET head = ?').run(head + 10);
+  db.close();
+
+  const b = JournalStore.open(dir);
+  t.after(() => b.close());
+  const docs = b.read('c/pivot=00', 0, 10_000);
+  assert.equal(docs.length, 5001);
+  assert.deepEqual(docs.slice(0, 5000).map((d) => (JSON.parse(d.json) as { i: number }).i), Array.from({ length: 5000 }, (_, i) => i));
+  assert.equal(docs[5000]!.json, '{"old":1}');
+  assert.equal(docs[5000]!.end, head + 10);
+  // The next commit cuts the garbage off and writes at the head (past the BLOB's range: a sparse stretch).
+  b.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"new":2}'));
+  assert.equal(statSync(file).size, head + 10 + 10);
+  assert.deepEqual(b.read('c/pivot=00', head, 10).map((d) => d.json), ['{"old":1}', '{"new":2}']);
+});
