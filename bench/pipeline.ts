@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createGzip } from 'node:zlib';
-import { shebangNodeFlags } from '../plane/src/registry.ts';
+import { nodeFlagsOf } from '@sluice/runtime/launch';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -155,7 +155,7 @@ async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rs
   const started = process.hrtime.bigint();
   const prof = process.env['BENCH_CPU_PROF_DIR'] ? ['--cpu-prof', `--cpu-prof-dir=${process.env['BENCH_CPU_PROF_DIR']}`] : [];
   // The plane runs with its bin's Node flags (as `npm start` and the `sluice` command do), or BENCH_PLANE_FLAGS.
-  const planeFlags = process.env['BENCH_PLANE_FLAGS'] !== undefined ? process.env['BENCH_PLANE_FLAGS'].split(' ').filter(Boolean) : shebangNodeFlags(SLUICE);
+  const planeFlags = process.env['BENCH_PLANE_FLAGS'] !== undefined ? process.env['BENCH_PLANE_FLAGS'].split(' ').filter(Boolean) : nodeFlagsOf(SLUICE);
   const child = spawn(process.execPath, [...planeFlags, ...prof, SLUICE, 'serve', '--catalog', join(run, 'flow.yaml'), '--data-dir', join(run, 'data'), '--port', '0', '--ingest-port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => {
