@@ -20,7 +20,7 @@ import type { JsonValue } from '@sluice/runtime';
 import type { PartitionLabels } from '../journals/names.ts';
 import { headerJson, type CommitResult, type JournalStore, type JournalTx } from '../journals/store.ts';
 import { DocumentError, type CollectionWriter, type CollectionWriters, type PreparedDoc } from '../journals/writer.ts';
-import { decodeUtf8, IngestBodyScanner, IngestError } from './body-scanner.ts';
+import { decodeUtf8, IngestBodyScanner, IngestError, type ScannedDocument } from './body-scanner.ts';
 
 export { IngestError } from './body-scanner.ts';
 
@@ -254,9 +254,30 @@ export async function prepareIngestStream(body: AsyncIterable<Uint8Array>, write
   }
 }
 
+/**
+ * A document at least this large is admitted in steps with a yield between them (decode, parse,
+ * validate, encode: each one pass over its bytes) instead of one, so it holds the event loop for one
+ * pass at a time.
+ */
+const LARGE_DOCUMENT_BYTES = 512 * 1024;
+
+interface PendingDocument { d: ScannedDocument; writer: CollectionWriter }
+
 async function scanInto(stager: Stager, body: AsyncIterable<Uint8Array>, writers: CollectionWriters, limits: IngestLimits, store: JournalStore | undefined): Promise<PreparedIngest> {
   let current: CollectionWriter | undefined;
   let count = 0;
+  // Documents waiting for the loop below: a large one, and every one after it (order is kept).
+  const pending: PendingDocument[] = [];
+  const where = (d: ScannedDocument) => `ingestion of collection ${JSON.stringify(d.collection)}: document ${d.index}`;
+  const parse = (d: ScannedDocument, text: string): JsonValue => {
+    try {
+      return JSON.parse(text) as JsonValue;
+    } catch (err) {
+      throw new IngestError(`request body is not valid JSON: ${where(d)}: ${(err as Error).message}`, 400, { cause: err });
+    }
+  };
+  // A journal line has no raw newline; in valid JSON one can only be whitespace, so it becomes a space.
+  const lineOf = (text: string) => (text.includes('\n') || text.includes('\r') ? text.replace(/[\r\n]/g, ' ') : text);
   const scanner = new IngestBodyScanner({
     collection(name) {
       current = writers.get(name);
@@ -266,17 +287,12 @@ async function scanInto(stager: Stager, body: AsyncIterable<Uint8Array>, writers
       if (++count > limits.maxDocuments) {
         throw new IngestError(`request has more than ${limits.maxDocuments} documents; split it into several requests (each request is one transaction)`, 413);
       }
-      const where = `ingestion of collection ${JSON.stringify(d.collection)}: document ${d.index}`;
-      const text = decodeUtf8(d.bytes, where);
-      let doc: JsonValue;
-      try {
-        doc = JSON.parse(text) as JsonValue;
-      } catch (err) {
-        throw new IngestError(`request body is not valid JSON: ${where}: ${(err as Error).message}`, 400, { cause: err });
+      if (pending.length > 0 || d.bytes.length >= LARGE_DOCUMENT_BYTES) {
+        pending.push({ d, writer: current! });
+        return;
       }
-      // A journal line has no raw newline; in valid JSON one can only be whitespace, so it becomes a space.
-      const line = text.includes('\n') || text.includes('\r') ? text.replace(/[\r\n]/g, ' ') : text;
-      stager.add(d.collection, prepareOne(current!, d.collection, d.index, doc, d.mayHaveHugeNumber, line));
+      const text = decodeUtf8(d.bytes, where(d));
+      stager.add(d.collection, prepareOne(current!, d.collection, d.index, parse(d, text), d.mayHaveHugeNumber, lineOf(text)));
     },
   }, { maxDepth: limits.maxDepth });
 
@@ -286,11 +302,33 @@ async function scanInto(stager: Stager, body: AsyncIterable<Uint8Array>, writers
     await yieldToEventLoop();
     sliceStart = performance.now();
   };
+  const drainPending = async () => {
+    for (let i = 0; i < pending.length; i++) {
+      const { d, writer } = pending[i]!;
+      if (d.bytes.length < LARGE_DOCUMENT_BYTES) {
+        const text = decodeUtf8(d.bytes, where(d));
+        stager.add(d.collection, prepareOne(writer, d.collection, d.index, parse(d, text), d.mayHaveHugeNumber, lineOf(text)));
+        if (performance.now() - sliceStart >= SLICE_MS) await pause();
+        continue;
+      }
+      const text = decodeUtf8(d.bytes, where(d));
+      await pause();
+      const doc = parse(d, text);
+      await pause();
+      const prepared = prepareOne(writer, d.collection, d.index, doc, d.mayHaveHugeNumber, lineOf(text));
+      await pause();
+      stager.add(d.collection, prepared);
+      await pause();
+      if (store !== undefined && stager.mustSpill()) await stager.spill(store, pause);
+    }
+    pending.length = 0;
+  };
   for await (const chunk of body) {
     size += chunk.length;
     if (size > limits.maxBodyBytes) throw new IngestError(`request body exceeds ${limits.maxBodyBytes} bytes; split it into several requests`, 413);
     for (let at = 0; at < chunk.length; at += PIECE_BYTES) {
       scanner.push(at === 0 && chunk.length <= PIECE_BYTES ? chunk : chunk.subarray(at, at + PIECE_BYTES));
+      if (pending.length > 0) await drainPending();
       if (performance.now() - sliceStart >= SLICE_MS) await pause();
       if (store !== undefined && stager.mustSpill()) await stager.spill(store, pause);
     }

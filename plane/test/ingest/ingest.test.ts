@@ -251,3 +251,18 @@ test('ingest: a large request is staged as it arrives; a small one commits meanw
   assert.equal(store.stagedPieces(), committed);
   assert.deepEqual(store.journals().map((j) => j.head), heads);
 });
+
+test('ingest: documents over 512 KiB (admitted in steps) keep their place among the others, and their errors name them', async (t) => {
+  const { send, error, store } = await setup(t);
+  const big = (id: number) => `{"id": ${id}, "name": "${'b'.repeat(700_000)}",\n "x": 1}`;
+  const r = await send(`{"examples/rides": [{"id": 1}, ${big(2)}, {"id": 3}, ${big(4)}, {"id": 5}]}`);
+  assert.equal(r.status, 200, r.body);
+  const docs = store.read('examples/rides/pivot=00', 0).map((d) => d.json.replace(/,"_meta":\{"uuid":"[^"]+"\}/, ''));
+  assert.deepEqual(docs.map((d) => (JSON.parse(d) as { id: number }).id), [1, 2, 3, 4, 5]);
+  assert.equal(docs[1], big(2).replace('\n', ' '));
+  const head = store.head('examples/rides/pivot=00');
+  assert.equal(await error(`{"examples/rides": [{"id": 6}, ${big(7).replace('"x": 1', '"x": 1,')}, {"id": 8}]}`, 400).then((m) => m.slice(0, 80)),
+    'request body is not valid JSON: ingestion of collection "examples/rides": docume');
+  assert.match(await error(`{"examples/rides": [{"id": 6}, ${big(7).replace('"id": 7', '"id": "seven"')}]}`, 400), /^ingestion of collection "examples\/rides": document 1: \/id: must be integer/);
+  assert.equal(store.head('examples/rides/pivot=00'), head);
+});
