@@ -15,13 +15,13 @@ import { getHeapStatistics } from 'node:v8';
 import { brotliDecompressSync, gunzipSync, zstdDecompressSync } from 'node:zlib';
 import { parquetMetadataAsync, parquetRead, parquetSchema } from 'hyparquet';
 import type { AsyncBuffer, ColumnChunk, Compressors, FileMetaData, ParquetParsers, RowGroup, SchemaTree } from 'hyparquet';
-// hyparquet's page-level reader (exported as hyparquet/src/*.js), for the streaming path of flat schemas.
-import { parquetHeader, readPage } from 'hyparquet/src/column.js';
-import { convert, convertWithDictionary } from 'hyparquet/src/convert.js';
-import { decompressPage, readDataPage, readDataPageV2 } from 'hyparquet/src/datapage.js';
 import { getTreePath } from 'hyparquet/src/schema.js';
+import type { DatetimeNormalizer } from './datetime.ts';
 import { DecodeError, HttpFileError } from './errors.ts';
 import type { HttpClient } from './http.ts';
+import type { LineSink } from './lines.ts';
+import { FlatColumn } from './parquet-flat.ts';
+import type { FlatColumnPlan } from './parquet-flat.ts';
 import { planColumns, textParsers } from './parquet-json.ts';
 import type { JsonPlanOptions } from './parquet-json.ts';
 
@@ -120,10 +120,13 @@ export async function readFooter(source: ByteSource, file: string): Promise<File
 
 /** Node's own decompressors (native, and zlib's sync calls avoid a copy); LZ4 from hyparquet-compressors. Snappy is hyparquet's. */
 async function compressorsFor(metadata: FileMetaData): Promise<Compressors> {
+  // One output chunk the page's size (plus room to see the end): zlib's default 16 KB chunks were then
+  // concatenated, ~10% of the time on a zstd file. A size beyond 256 MB (a damaged header) keeps the default.
+  const out = (size: number): { chunkSize?: number } => (size > 0 && size < 256 * 1024 * 1024 ? { chunkSize: size + 64 } : {});
   const c: Compressors = {
-    GZIP: (input) => gunzipSync(input),
-    BROTLI: (input) => brotliDecompressSync(input),
-    ZSTD: (input) => zstdDecompressSync(input),
+    GZIP: (input, size) => gunzipSync(input, out(size)),
+    BROTLI: (input, size) => brotliDecompressSync(input, out(size)),
+    ZSTD: (input, size) => zstdDecompressSync(input, out(size)),
   };
   const codecs = new Set(metadata.row_groups.flatMap((rg) => rg.columns.map((col) => col.meta_data?.codec)));
   if (codecs.has('LZ4') || codecs.has('LZ4_RAW')) {
@@ -159,10 +162,8 @@ export function maxRowGroupBytes(): number {
   return Math.floor(getHeapStatistics().heap_size_limit / 2);
 }
 
+/** A batch of rows, written to the sink as framed lines: where the row after it is (its row group and its index within it). */
 export interface ParquetBatch {
-  /** Rows as JSON text without the closing brace (record.ts), in file order. */
-  records: string[];
-  /** Where the row after this batch is: its row group and its index within it. */
   rowGroup: number;
   row: number;
 }
@@ -172,6 +173,8 @@ export interface ParquetReadOptions extends JsonPlanOptions {
   file: string;
   /** First row to emit, as an index into the file. */
   startRow: number;
+  /** Where the rows go, as framed `captured` lines (its offset is the document count). */
+  sink: LineSink;
   /** Rows per batch handed on. */
   batchRows?: number;
   onRowGroup?: (index: number, rows: number, bytes: number) => void;
@@ -189,62 +192,13 @@ export function locateRow(metadata: FileMetaData, row: number): { rowGroup: numb
 }
 
 /**
- * The pages of one flat column chunk, decoded one at a time (a value per row): a row group of a flat
- * schema is converted a page at a time per column, so only one page of each column is decoded at once
- * (hyparquet's parquetRead decodes whole column chunks).
+ * The rows of one row group of a flat schema, streamed page by page and written as framed lines into
+ * the sink (parquet-flat.ts); yields the row after each batch. Rows before `from` are decoded and dropped.
  */
-class FlatPages {
-  readonly #reader: { view: DataView; offset: number };
-  readonly #decoder: Parameters<typeof readPage>[2];
-  #dictionary: ReturnType<typeof convert> | undefined;
-  constructor(bytes: Uint8Array, decoder: Parameters<typeof readPage>[2]) {
-    this.#reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
-    this.#decoder = decoder;
-  }
-  /** The next data page's values, or null at the end of the chunk. */
-  next(): ArrayLike<unknown> | null {
-    const r = this.#reader;
-    while (r.offset < r.view.byteLength - 1) {
-      const header = parquetHeader(r);
-      if (header.type === 'DICTIONARY_PAGE') {
-        const { data } = readPage(r, header, this.#decoder, this.#dictionary, undefined, 0);
-        if (data) this.#dictionary = convert(data, this.#decoder);
-        continue;
-      }
-      // Data pages: levels and values decoded as readPage does, then spread over the rows by the
-      // definition levels here (readPage's general list assembly pushes value by value: ~15% of the time).
-      const d = this.#decoder;
-      const bytes = new Uint8Array(r.view.buffer, r.view.byteOffset + r.offset, header.compressed_page_size);
-      r.offset += header.compressed_page_size;
-      let page;
-      let encoding;
-      if (header.type === 'DATA_PAGE' && header.data_page_header) {
-        const daph = header.data_page_header;
-        page = readDataPage(decompressPage(bytes, Number(header.uncompressed_page_size), d.codec, d.compressors), daph, d);
-        encoding = daph.encoding;
-      } else if (header.type === 'DATA_PAGE_V2' && header.data_page_header_v2) {
-        page = readDataPageV2(bytes, header, d);
-        encoding = header.data_page_header_v2.encoding;
-      } else continue; // index pages
-      const values = convertWithDictionary(page.dataPage, this.#dictionary, encoding, d) as ArrayLike<unknown>;
-      const defs = page.definitionLevels;
-      if (!defs || defs.length === 0) {
-        if (values.length) return values;
-        continue;
-      }
-      const out = new Array<unknown>(defs.length);
-      for (let i = 0, k = 0; i < defs.length; i++) out[i] = defs[i] === 0 ? null : values[k++];
-      return out;
-    }
-    return null;
-  }
-}
-
-/** The rows of one row group of a flat schema, streamed page by page; yields the JSON text of rows [from, rows) in batches. */
 function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: { compressors: Compressors; parsers: ParquetParsers },
-  converts: ((v: unknown) => string)[], prefixes: string[], from: number, batchRows: number, where: string): Generator<string[]> {
+  plans: FlatColumnPlan[], prefixes: Uint8Array[], sink: LineSink, datetimes: DatetimeNormalizer, from: number, batchRows: number, where: string): Generator<number> {
   const rows = Number(rg.num_rows);
-  const pages = rg.columns.map((col) => {
+  const cols = rg.columns.map((col, i) => {
     const m = col.meta_data;
     if (!m) throw new DecodeError(`${where}: a column chunk has no metadata (columns in separate files are not supported)`);
     const data = Number(m.data_page_offset);
@@ -255,39 +209,38 @@ function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; by
       pathInSchema: m.path_in_schema, element: (schemaPath[schemaPath.length - 1] as SchemaTree).element, schemaPath,
       type: m.type, codec: m.codec, parsers: shared.parsers, compressors: shared.compressors, utf8: false,
     };
-    return new FlatPages(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder);
+    return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plans[i] as FlatColumnPlan, datetimes);
   });
-  const n = converts.length;
-  const values: ArrayLike<unknown>[] = pages.map(() => []);
-  const at = new Array<number>(n).fill(0);
-  const cell = (c: number): unknown => {
-    let v = values[c] as ArrayLike<unknown>;
-    if ((at[c] as number) >= v.length) {
-      const next = (pages[c] as FlatPages).next();
-      if (next === null) throw new DecodeError(`${where}: column '${root.children[c]?.element.name}' ends before the row group's ${rows} rows; the file is damaged`);
-      values[c] = v = next;
-      at[c] = 0;
-    }
-    return v[(at[c] as number)++];
-  };
+  const n = cols.length;
+  let room = 64;
+  for (const p of prefixes) room += p.length;
   for (let r = 0; r < rows;) {
     const stop = Math.min(rows, r + batchRows);
-    const records: string[] = [];
     for (; r < stop; r++) {
-      let s = '';
-      for (let c = 0; c < n; c++) s += (prefixes[c] as string) + (converts[c] as (v: unknown) => string)(cell(c));
-      if (r >= from) records.push(s);
+      const mark = sink.len;
+      sink.openRecord(room);
+      for (let c = 0; c < n; c++) {
+        const p = prefixes[c] as Uint8Array;
+        sink.ensure(p.length);
+        sink.buf.set(p, sink.len);
+        sink.len += p.length;
+        (cols[c] as FlatColumn).write(sink, where);
+      }
+      if (r >= from) sink.closeRecord();
+      else sink.len = mark;
     }
-    yield records;
+    yield r;
   }
 }
 
-/** The rows of the file from `startRow`, as JSON text, a batch at a time. */
+/** The rows of the file from `startRow`, written to the sink a batch at a time; yields the position after each batch. */
 export async function* readParquetRows(source: ByteSource, metadata: FileMetaData, options: ParquetReadOptions): AsyncGenerator<ParquetBatch> {
   const root = parquetSchema(metadata);
   const columns = planColumns(root, options);
   if (columns.some((c) => c.name === '_meta')) throw new DecodeError(`${options.file} has a top-level column named '_meta', which Flow reserves for the document's metadata; rename the column`);
   const prefixes = columns.map((c, i) => `${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`);
+  const prefixBytes = prefixes.map((p) => Buffer.from(p, 'utf8'));
+  const sink = options.sink;
   const parsers = textParsers(options);
   const compressors = await compressorsFor(metadata);
   const limit = maxRowGroupBytes();
@@ -299,7 +252,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   for (const rg of groups) { starts.push(total); total += Number(rg.num_rows); }
   const first = locateRow(metadata, options.startRow);
   // Flat schemas (no nested or repeated top-level column, one chunk per column) stream page by page.
-  const flat = columns.every((c) => c.flat) && groups.every((rg) => rg.columns.length === columns.length);
+  const flat = columns.length > 0 && columns.every((c) => c.flat) && groups.every((rg) => rg.columns.length === columns.length);
 
   const fetchGroup = (i: number): Promise<{ start: number; bytes: Uint8Array }> | null => {
     const rg = groups[i];
@@ -329,14 +282,11 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     const groupStart = starts[g] as number;
     const where = `row group ${g} of ${options.file} (rows ${groupStart}–${groupStart + rows - 1})`;
     if (flat) {
-      let r = g === first.rowGroup ? first.row : 0;
-      const from = r;
-      r = 0;
+      const from = g === first.rowGroup ? first.row : 0;
       try {
-        for (const records of flatRowGroup(root, rg, span, { compressors, parsers }, columns.map((c) => c.convert), prefixes, from, batchRows, where)) {
-          r = Math.min(rows, r + batchRows);
-          if (records.length === 0) continue;
-          yield { records, rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
+        for (const r of flatRowGroup(root, rg, span, { compressors, parsers }, columns, prefixBytes, sink, options.datetimes, from, batchRows, where)) {
+          if (r <= from) continue;
+          yield { rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
         }
       } catch (err) {
         if (err instanceof HttpFileError) throw err;
@@ -394,13 +344,12 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     let r = g === first.rowGroup ? first.row : 0;
     while (r < rows) {
       const stop = Math.min(rows, r + batchRows);
-      const records: string[] = new Array(stop - r);
-      for (let k = 0; r < stop; r++, k++) {
+      for (; r < stop; r++) {
         let s = n === 0 ? '{' : '';
         for (let c = 0; c < n; c++) s += (prefixes[c] as string) + (converts[c] as (v: unknown) => string)(value(c, r));
-        records[k] = s;
+        sink.appendOpenRecord(s);
       }
-      yield { records, rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
+      yield { rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
     }
   }
 }

@@ -101,6 +101,16 @@ function richExpected(i: number): Record<string, unknown> {
   };
 }
 
+/** RICH's top-level leaves only: a flat schema, written by the byte writer (parquet-flat.ts). */
+const FLAT_COLUMNS = ['id', 'big', 'maybe_int', 'label', 'flag', 'ratio', 'ts_ms', 'ts_us', 'ts_ns', 'tstz', 'day', 'amount', 'wide'];
+/** The flat files: PLAIN pages (unique values) and dictionary pages (RICH's rows 0–49 over and over), data pages v1 and v2. */
+const FLAT_FILES: { name: string; sql: string; row: (j: number) => number; options: string }[] = [
+  { name: 'flat-plain', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION zstd' },
+  { name: 'flat-plain-v2', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION snappy, PARQUET_VERSION V2' },
+  { name: 'flat-dict', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH.replace(`FROM range(${RICH_ROWS}) t(i)`, `FROM (SELECT j % 50 AS i FROM range(${RICH_ROWS}) t(j))`)})`, row: (j) => j % 50, options: 'COMPRESSION gzip' },
+  { name: 'flat-dict-v2', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH.replace(`FROM range(${RICH_ROWS}) t(i)`, `FROM (SELECT j % 50 AS i FROM range(${RICH_ROWS}) t(j))`)})`, row: (j) => j % 50, options: 'COMPRESSION zstd, PARQUET_VERSION V2' },
+];
+
 const CODECS = ['uncompressed', 'snappy', 'gzip', 'zstd', 'brotli', 'lz4'];
 const BIG_ROWS = 20_000;
 const BIG_GROUP = 2048;
@@ -117,6 +127,10 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
     for (const codec of CODECS) {
       await c.run(`COPY (${RICH}) TO '${dir}/rich-${codec}.parquet' (FORMAT parquet, COMPRESSION ${codec}, ROW_GROUP_SIZE 2048)`);
       files.set(codec, readFileSync(`${dir}/rich-${codec}.parquet`));
+    }
+    for (const f of FLAT_FILES) {
+      await c.run(`COPY (${f.sql}) TO '${dir}/${f.name}.parquet' (FORMAT parquet, ${f.options}, ROW_GROUP_SIZE 2048)`);
+      files.set(f.name, readFileSync(`${dir}/${f.name}.parquet`));
     }
     await c.run(`COPY (SELECT i AS id, 'v' || i AS value FROM range(${BIG_ROWS}) t(i)) TO '${dir}/big.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${BIG_GROUP})`);
     const big = readFileSync(`${dir}/big.parquet`);
@@ -139,6 +153,7 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
       '/rich.parquet.gz': { body: rich },
     };
     for (const codec of CODECS) routes[`/rich-${codec}.parquet`] = { body: files.get(codec) as Buffer };
+    for (const f of FLAT_FILES) routes[`/${f.name}.parquet`] = { body: files.get(f.name) as Buffer };
     server = await startServer(routes);
     c.closeSync();
     db.closeSync();
@@ -181,6 +196,40 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
       assert.ok(p.raw.some((l) => l.includes('"wide":"12345678901234567890.0123456789"')));
     });
   }
+
+  test('flat schemas (the byte writer): the same documents from PLAIN and dictionary pages, data pages v1 and v2', async () => {
+    const encodings = new Set<string>();
+    const pageTypes = new Set<string>();
+    for (const f of FLAT_FILES) {
+      const buf = files.get(f.name) as Buffer;
+      const meta = parquetMetadata(buf.buffer.slice(buf.byteOffset, buf.byteOffset + buf.length) as ArrayBuffer);
+      for (const rg of meta.row_groups) {
+        for (const col of rg.columns) {
+          for (const e of col.meta_data?.encodings ?? []) encodings.add(e);
+          for (const s of col.meta_data?.encoding_stats ?? []) pageTypes.add(s.page_type);
+        }
+      }
+      const p = await run([openRequest({ url: server.url(`/${f.name}.parquet`) })]);
+      assert.equal(p.code, 0, p.stderr);
+      const docs = docsOf(p);
+      assert.equal(docs.length, RICH_ROWS, f.name);
+      const captured = p.raw.filter((l) => l.startsWith('{"captured"'));
+      for (let j = 0; j < RICH_ROWS; j++) {
+        const full = richExpected(f.row(j));
+        const expected: Record<string, unknown> = {};
+        for (const k of FLAT_COLUMNS) expected[k] = full[k];
+        const line = captured[j] as string;
+        assert.ok(line.includes(`"big":${expected['big'] ?? 'null'},`), `${f.name} row ${j}: ${line}`);
+        const doc = { ...docs[j] };
+        delete doc['big'];
+        delete expected['big'];
+        assert.deepEqual(doc, { ...expected, _meta: { file: `${f.name}.parquet`, offset: j } }, `${f.name} row ${j}`);
+      }
+    }
+    // The files exercise what the byte writer reads in place and what it hands to hyparquet.
+    for (const e of ['PLAIN', 'RLE_DICTIONARY']) assert.ok(encodings.has(e), `${e} used: ${[...encodings].join(',')}`);
+    assert.ok(pageTypes.has('DATA_PAGE_V2') || encodings.has('DELTA_BINARY_PACKED'), `v2 pages written: ${[...pageTypes].join(',')} / ${[...encodings].join(',')}`);
+  });
 
   test('read by Range requests: the footer, then one request per row group, never the whole file', async () => {
     const before = server.requests.length;
