@@ -12,6 +12,7 @@ import { DOC_UUID_PLACEHOLDER, previewCommand } from '../plane/src/cli/preview.t
 import { startPlane } from '../plane/src/cli/serve.ts';
 import { startCommand } from '../plane/src/cli/start.ts';
 import { testCommand } from '../plane/src/cli/test.ts';
+import { until } from '@sluice/runtime/testing';
 
 const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.js', import.meta.url));
 
@@ -137,10 +138,9 @@ test('serve: ingest over HTTP reaches SQLite, the API reports the specs, a catal
   const wrong = await fetch(running.ingestUrl, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' });
   assert.equal(wrong.status, 404);
   const out = join(dir, 'out.db');
-  for (let i = 0; i < 200; i++) {
-    try { if (rows(out, "SELECT n FROM greetings WHERE id = 'z'").length) break; } catch { /* table not yet there */ }
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await until('the ingested row z in the SQLite table', () => {
+    try { return rows(out, "SELECT n FROM greetings WHERE id = 'z'").length > 0; } catch { return false; /* table not yet there */ }
+  });
   assert.deepEqual(rows(out, "SELECT n FROM greetings WHERE id = 'z'"), [{ n: 42 }]);
 
   // The API, with a token from the same control plane.
@@ -156,11 +156,11 @@ test('serve: ingest over HTTP reaches SQLite, the API reports the specs, a catal
 
   // Saving the catalog republishes, also when an editor saves by renaming a new file over it.
   writeFileSync(file, catalog({ count: 3 }));
-  for (let i = 0; i < 200 && published.length < 2; i++) await new Promise((r) => setTimeout(r, 50));
+  await until('the republication after saving the catalog', () => published.length >= 2);
   assert.deepEqual(published, ['success', 'success']);
   writeFileSync(`${file}.swp`, catalog({ count: 4 }));
   renameSync(`${file}.swp`, file);
-  for (let i = 0; i < 200 && published.length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+  await until('the republication after renaming a file over the catalog', () => published.length >= 3);
   assert.deepEqual(published, ['success', 'success', 'success']);
 });
 
@@ -189,18 +189,15 @@ test('sluice serve (the process): republishes on SIGHUP, stops cleanly on SIGTER
   t.after(() => { if (child.exitCode === null) child.kill('SIGKILL'); });
   let err = '';
   child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
-  const until = async (what: string, test: () => boolean) => {
-    for (let i = 0; i < 300 && !test(); i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(test(), `${what}; stderr:\n${err}`);
-  };
-  await until('serving', () => err.includes('ingester: http://'));
+  const waitFor = (what: string, test: () => boolean) => until(what, test, { detail: () => `stderr:\n${err}` });
+  await waitFor('serving', () => err.includes('ingester: http://'));
   const ingestUrl = /ingester: (http:\/\/\S+)/.exec(err)![1]!;
   const res = await fetch(ingestUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ 'acmeCo/greetings': [{ id: 'q', greeting: 'x', n: 1 }] }) });
   assert.equal(res.status, 200);
   const publications = () => (err.match(/ publication [0-9a-f]{16}: /g) ?? []).length;
   assert.equal(publications(), 1);
   child.kill('SIGHUP');
-  await until('a second publication', () => publications() === 2);
+  await waitFor('a second publication', () => publications() === 2);
   const exited = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   child.kill('SIGTERM');
   assert.equal(await exited, 0);

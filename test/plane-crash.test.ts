@@ -13,6 +13,7 @@ import { test } from 'node:test';
 import { LocalPlane } from '../plane/src/plane.ts';
 import { checkpointKey } from '../plane/src/tasks/materialize.ts';
 import { MemoryRecorder } from '../plane/src/tasks/memory-recorder.ts';
+import { until } from '@sluice/runtime/testing';
 
 const CHILD = fileURLToPath(new URL('./fixtures/plane-crash-child.ts', import.meta.url));
 const CATALOG = `
@@ -75,8 +76,7 @@ test('kill -9 during ingest and materialization, restart: journals consistent, t
       const entries = Object.entries(sources);
       return entries.length === 5 && entries.every(([k, v]) => Number(v.readThrough) === heads.get(k.split(';')[0] ?? ''));
     };
-    for (let i = 0; i < 600 && !caughtUp(); i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(caughtUp(), 'the materialization caught up with every journal');
+    await until('the materialization to catch up with every journal', caughtUp);
 
     // Journals: contiguous offsets; every ingest batch is whole (40 documents + its counter, or nothing).
     const docs: { id: string; batch: number; run: string; group: string }[] = [];

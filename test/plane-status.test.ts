@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { runTokenCommand } from '../plane/src/cli/token.ts';
 import { startPlane } from '../plane/src/cli/serve.ts';
-import { chronoDisplay } from '../plane/src/control/status.ts';
+import { until as untilEvent } from '@sluice/runtime/testing';
 
 const TEST_CAPTURE = fileURLToPath(new URL('../runtime/bin/sluice-test-capture.js', import.meta.url));
 const SLOW_CAPTURE = fileURLToPath(new URL('./fixtures/slow-capture.ts', import.meta.url));
@@ -137,12 +137,13 @@ test('status API: summary cases from real tasks (ok, warning, error, taskDisable
   /** Polls one spec's status until `ok(item)` (the plane's tasks move on their own). */
   const until = async (name: string, what: string, ok: (i: Item) => boolean): Promise<Item> => {
     let last: Item | undefined;
-    for (let i = 0; i < 300; i++) {
+    const deadline = Date.now() + 120_000;
+    while (Date.now() < deadline) {
       [last] = await status([name]);
       if (last && ok(last)) return last;
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.fail(`${name}: timed out waiting for ${what}; last status: ${JSON.stringify(last, null, 1)}`);
+    assert.fail(`${name}: timed out after 120 s waiting for ${what}; last status: ${JSON.stringify(last, null, 1)}`);
   };
 
   // ok: the capture opened, captured, reported its status, and is scheduled to run again in an hour.
@@ -208,11 +209,10 @@ test('status API: summary cases from real tasks (ok, warning, error, taskDisable
 
   // Metrics of the running tasks: what the capture wrote and the materialization read.
   const metrics = async () => (await get('/metrics/acmeCo/')).text();
-  let text = '';
-  for (let i = 0; i < 100 && !/read_by_me_docs_total\{task="acmeCo\/ok\/to-sqlite"\} 2\n/.test(text); i++) {
-    text = await metrics();
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const text = await untilEvent('the materialization\'s metrics to count 2 documents read', async () => {
+    const t = await metrics();
+    return /read_by_me_docs_total\{task="acmeCo\/ok\/to-sqlite"\} 2\n/.test(t) && t;
+  }, { intervalMs: 100 });
   assert.match(text, /^written_by_me_docs_total\{task="acmeCo\/ok\/source"\} 2$/m);
   assert.match(text, /^binding_written_docs_total\{task="acmeCo\/ok\/source",binding="acmeCo\/greetings"\} 2$/m);
   assert.match(text, /^read_by_me_docs_total\{task="acmeCo\/ok\/to-sqlite"\} 2$/m);

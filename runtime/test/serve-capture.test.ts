@@ -4,6 +4,7 @@ import { describe, it } from 'node:test';
 import { serveCapture } from '../src/connector/capture.ts';
 import type { CaptureConnector, CaptureOutput } from '../src/connector/types.ts';
 import { createTestCapture } from '../src/testing/test-capture.ts';
+import { until } from '../src/testing/until.ts';
 import { Collector, LogCollector, serve } from './helpers.ts';
 
 const capture = createTestCapture();
@@ -143,10 +144,10 @@ describe('serveCapture: sessions', () => {
     const logs = new LogCollector();
     const done = serveCapture(acking, { input, output, stderr: logs, env: {} });
     input.write(JSON.stringify(open([binding('a'), binding('b')], { apiKey: 'k', count: 1 })) + '\n');
-    await waitFor(() => output.lines.length === 3);
+    await until('opened, a document and a checkpoint written', () => output.lines.length === 3);
     assert.deepEqual(output.lines, ['{"opened":{"explicitAcknowledgements":true}}', '{"captured":{"doc":{"id":"a-0","greeting":"hello","n":0}}}', '{"checkpoint":{"state":{"updated":{"bindingStateV1":{"a.v1":{"next":1}}},"mergePatch":true}}}']);
     input.write('{"acknowledge":{"checkpoints":1}}\n');
-    await waitFor(() => output.lines.length === 5);
+    await until('the next document and checkpoint written', () => output.lines.length === 5);
     input.write('{"acknowledge":{"checkpoints":1}}\n');
     await done;
     input.end();
@@ -203,7 +204,7 @@ describe('serveCapture: sessions', () => {
     const output = new Collector();
     const done = serveCapture(capture, { input, output, stderr: new LogCollector(), env: {}, signal: controller.signal });
     input.write(JSON.stringify(open([binding('a')], { apiKey: 'k', count: 1000, delayMs: 5 })) + '\n');
-    await waitFor(() => output.lines.length >= 2);
+    await until('two lines written', () => output.lines.length >= 2);
     controller.abort();
     await done;
     assert.ok(output.lines.length < 100);
@@ -216,9 +217,16 @@ describe('serveCapture: sessions', () => {
     let text = '';
     const output = new Writable({ highWaterMark: 1024, write(chunk, _e, cb) { text += chunk; held.push(cb); } });
     const done = serveCapture(c, { input: [JSON.stringify(open([binding('a')])) + '\n'], output, stderr: new LogCollector(), env: {} });
-    await new Promise((r) => setTimeout(r, 20));
-    // At most one 64 KiB batch of documents (~130 bytes each) is produced ahead of a full output.
-    assert.ok(produced < 1000, `producer paused at ${produced}`);
+    // At most one 64 KiB batch of documents (~130 bytes each) is produced ahead of a full output: awaited as
+    // the output full (a write held, no drain) with nothing more produced over ten polls; checked every poll.
+    let last = -1;
+    let still = 0;
+    await until('the producer to be paused by a full output', () => {
+      assert.ok(produced < 1000, `producer paused at ${produced}`);
+      still = held.length > 0 && output.writableNeedDrain && produced === last ? still + 1 : 0;
+      last = produced;
+      return still >= 10;
+    }, { intervalMs: 10 });
     let finished = false;
     void done.finally(() => { finished = true; });
     while (!finished) {
@@ -230,8 +238,3 @@ describe('serveCapture: sessions', () => {
     assert.equal(text.split('\n').length - 1, 10_002);
   });
 });
-
-async function waitFor(cond: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
-  assert.ok(cond(), 'condition not reached');
-}

@@ -10,11 +10,27 @@ import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { packTupleBase64 } from '@sluice/runtime';
 import type { JsonObject } from '@sluice/runtime';
+import { until } from '@sluice/runtime/testing';
 import { binding, materialization, twoKeyCollection } from './helpers/fixtures.ts';
 import { BIN, ConnectorProcess, checkpointOf, unary } from './helpers/driver.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-orphan-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Whether another connection holds the database's write lock (a write transaction with the stores is open). */
+function writeLocked(path: string): boolean {
+  const db = new DatabaseSync(path, { timeout: 0 });
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    db.exec('ROLLBACK');
+    return false;
+  } catch (err) {
+    if (/locked|busy/i.test((err as Error).message)) return true;
+    throw err;
+  } finally {
+    db.close();
+  }
+}
 
 function alive(pid: number): boolean {
   try {
@@ -51,8 +67,8 @@ test('an orphaned connector exits mid-transaction and releases the database for 
   const first = await lines.next();
   assert.equal(first.done, false, 'the parent reports the connector once it answered flushed');
   const pid = (JSON.parse(first.value as string) as { pid: number }).pid;
-  // Give the connector a moment to take the write lock with the stores, then kill the parent.
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // Once the connector holds the write lock with the stores, kill the parent.
+  await until('the connector to hold the database\'s write lock with the stores', () => writeLocked(path));
   parent.kill('SIGKILL');
   await new Promise((resolve) => parent.once('close', resolve));
   const deadline = performance.now() + 20_000;

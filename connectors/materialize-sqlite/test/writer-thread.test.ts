@@ -11,6 +11,7 @@ import { Writable } from 'node:stream';
 import { DatabaseSync } from 'node:sqlite';
 import { packTupleBase64, serveMaterialize } from '@sluice/runtime';
 import type { CollectionSpec, DecodedStore, JsonObject, MaterializationSpec } from '@sluice/runtime';
+import { until } from '@sluice/runtime/testing';
 import { EXPLICIT_ZERO_CHECKPOINT, SqlError, checkpointToText } from '@sluice/materialize-sql';
 import type { ResourceConfig } from '../src/config.ts';
 import { materializeSqlite } from '../src/connector.ts';
@@ -229,7 +230,7 @@ test('a writer thread that dies mid-transaction fails the session with a named e
   const served = serve(input());
   await paused;
   // Let the first commit finish and the second transaction's stores reach the thread, then kill it.
-  for (let i = 0; i < 200 && state(path).rows < 1000; i++) await new Promise((r) => setTimeout(r, 20));
+  await until('the first commit\'s 1000 rows in the database', () => state(path).rows >= 1000);
   await terminateWriterThreads();
   resume();
   const { out, error } = await served;

@@ -2,6 +2,7 @@
 // abort of the unread response must not surface as an unhandled 'error' event.
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { until } from '@sluice/runtime/testing';
 import { createHttpFileConnector } from '../src/index.ts';
 import { openRequest, runProtocol, startServer } from './helpers.ts';
 import type { FileServer } from './helpers.ts';
@@ -21,7 +22,9 @@ test('bad input mid-file with the body still unread: the capture fails with its 
   try {
     const run = await runProtocol(createHttpFileConnector({ worker: false }), [openRequest({ url: server.url('/big.jsonl') })]);
     assert.match(run.error?.message ?? '', /_meta/);
-    await new Promise((resolve) => setTimeout(resolve, 200)); // let the aborted response settle
+    // The aborted response has settled once its connection is closed; an error escaping it would surface then.
+    await until('the aborted response\'s connection to close', () => server.openConnections() === 0);
+    await new Promise((resolve) => setImmediate(resolve));
     assert.deepEqual(uncaught.map(String), []);
   } finally {
     process.off('uncaughtException', onUncaught);

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { test } from 'node:test';
 import type { CaptureOutput } from '@sluice/runtime';
+import { until } from '@sluice/runtime/testing';
 import { createHttpFileConnector } from '../src/index.ts';
 import { LAST_MODIFIED } from './helpers.ts';
 
@@ -12,9 +13,11 @@ for (const worker of [false, true]) test(`backpressure: a stalled consumer stops
   const TOTAL = 256 * 1024 * 1024;
   const row = 'x'.repeat(60);
   let produced = 0;
+  let response: http.ServerResponse | undefined;
   const server = http.createServer((req, res) => {
     res.writeHead(200, { 'last-modified': LAST_MODIFIED, 'content-length': TOTAL + 2 });
     if (req.method === 'HEAD') { res.end(); return; }
+    response = res;
     res.write('a\n');
     // The body is generated on demand: only what the client's backpressure lets through is produced.
     const body = new Readable({
@@ -46,12 +49,19 @@ for (const worker of [false, true]) test(`backpressure: a stalled consumer stops
       if ('captured' in out) docs++;
       else if ('capturedLines' in out) docs += out.capturedLines.documents;
     }
-    // Stall: give the server time to fill every buffer it can.
-    await new Promise((r) => setTimeout(r, 300));
-    const snapshot = produced;
-    await new Promise((r) => setTimeout(r, 300));
-    assert.equal(produced, snapshot, 'the server is not read while the consumer is stalled');
-    assert.ok(produced < 32 * 1024 * 1024, `read-ahead stays bounded (${produced} bytes produced of ${TOTAL})`);
+    // Stall. The server fills every buffer it can, until its response waits for a drain that no read comes
+    // for: awaited as that state holding over ten polls in a row (bounded read-ahead is checked on every poll,
+    // so runaway reading fails at once rather than at the deadline).
+    const bound = 32 * 1024 * 1024;
+    let last = -1;
+    let still = 0;
+    await until('the server to be blocked by backpressure (its response waiting for a drain, nothing more produced)', () => {
+      assert.ok(produced < bound, `read-ahead stays bounded (${produced} bytes produced of ${TOTAL})`);
+      still = response?.writableNeedDrain === true && produced === last ? still + 1 : 0;
+      last = produced;
+      return still >= 10;
+    }, { intervalMs: 50 });
+    assert.ok(produced < bound, `read-ahead stays bounded (${produced} bytes produced of ${TOTAL})`);
   } finally {
     controller.abort();
     await it.return?.(undefined);

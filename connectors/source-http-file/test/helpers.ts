@@ -71,6 +71,8 @@ export interface FileServer {
   url(path: string): string;
   routes: Map<string, Route>;
   requests: { method: string; path: string; headers: http.IncomingHttpHeaders }[];
+  /** Client connections not yet closed (an aborted response has settled when its connection is closed). */
+  openConnections(): number;
   close(): Promise<void>;
 }
 
@@ -139,12 +141,15 @@ export async function startServer(routes: Record<string, Route> = {}): Promise<F
     }
     res.end(part);
   });
+  let open = 0;
+  server.on('connection', (socket) => { open++; socket.once('close', () => { open--; }); });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   return {
     url: (path) => `http://127.0.0.1:${port}${path}`,
     routes: map,
     requests,
+    openConnections: () => open,
     close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }),
   };
 }

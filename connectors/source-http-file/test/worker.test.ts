@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { after, before, describe, test } from 'node:test';
 import type { JsonObject } from '@sluice/runtime';
+import { until } from '@sluice/runtime/testing';
 import { createHttpFileConnector } from '../src/index.ts';
 import { liveWorkers, prestartParserThread, releasePrestartedThread } from '../src/parallel.ts';
 import { applyCheckpoints, openRequest, runProtocol, startServer } from './helpers.ts';
@@ -21,10 +22,9 @@ const single = createHttpFileConnector({ http, checkpointEvery: 500, worker: fal
 const threaded = createHttpFileConnector({ http, checkpointEvery: 500, worker: true });
 const BIN = new URL('../bin/source-http-file.js', import.meta.url).pathname;
 
-/** Waits (up to 10 s) until every parser thread has exited. */
+/** Waits until every parser thread has exited. */
 async function threadsEnded(): Promise<void> {
-  for (let i = 0; i < 200 && liveWorkers() > 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
-  assert.equal(liveWorkers(), 0);
+  await until('every parser thread to exit', () => liveWorkers() === 0);
 }
 const finalState = (run: ProtocolRun): JsonObject => applyCheckpoints({}, run.checkpoints);
 const logsOf = (run: ProtocolRun, re: RegExp): string[] => run.logs.map((l) => l.msg).filter((m) => re.test(m));

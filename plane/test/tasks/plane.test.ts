@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { LocalPlane } from '../../src/plane.ts';
 import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
 import { tempDir } from '../journals/helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 
@@ -46,15 +47,6 @@ tests:
     - ingest: {collection: acmeCo/greetings, documents: [{id: a, greeting: hi, n: 1}, {id: a, greeting: hi, n: ${opts.verifyTotal ?? 2}}, {id: b, greeting: yo, n: 3}]}
     - verify: {collection: acmeCo/greetings, documents: [{id: a, n: 2}, {id: b}]}
 `;
-}
-
-async function until<T>(what: string, fn: () => T | undefined, tries = 200): Promise<T> {
-  for (let i = 0; i < tries; i++) {
-    const v = fn();
-    if (v !== undefined) return v;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 function count(file: string): number | undefined {

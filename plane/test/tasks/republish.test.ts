@@ -10,6 +10,7 @@ import { createControlPlane } from '../../src/control/index.ts';
 import { statusResponse } from '../../src/control/status.ts';
 import { LocalPlane } from '../../src/plane.ts';
 import { tempDir } from '../journals/helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 
@@ -46,10 +47,6 @@ materializations:
 `;
 }
 
-async function until(what: string, fn: () => boolean): Promise<void> {
-  for (let i = 0; i < 300 && !fn(); i++) await new Promise((r) => setTimeout(r, 50));
-  assert.ok(fn(), `timed out waiting for ${what}`);
-}
 
 test('republish: unchanged tasks keep running on the new build; changed ones restart; new ones start; removed and disabled ones stop', async (t) => {
   const dir = tempDir(t);

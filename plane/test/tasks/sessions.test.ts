@@ -18,6 +18,7 @@ import { checkpointKey, connectorStateKey, runMaterializeSession } from '../../s
 import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
 import type { EndpointRef } from '../../src/catalog/types.ts';
 import { collection, tempDir } from '../journals/helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 const BIN = (name: string) => fileURLToPath(new URL(`../../../runtime/bin/${name}.js`, import.meta.url));
 const greetings = collection('acmeCo/greetings', { id: { type: 'string' }, greeting: { type: 'string' }, n: { type: 'integer' } }, ['/id']);
@@ -115,7 +116,7 @@ captures:
   const plane = new LocalPlane({ catalogFile: join(dir, 'flow.yaml'), dataDir: join(dir, 'data'), recorder });
   t.after(() => plane.close());
   assert.equal((await plane.publish()).result, 'success');
-  for (let i = 0; i < 200 && plane.store.read('acmeCo/greetings/pivot=00', 0).length < 3; i++) await new Promise((r) => setTimeout(r, 50));
+  await until('three documents in acmeCo/greetings', () => plane.store.read('acmeCo/greetings/pivot=00', 0).length >= 3);
   const ids = plane.store.read('acmeCo/greetings/pivot=00', 0).map((d) => (JSON.parse(d.json) as { id: string }).id);
   assert.deepEqual(ids.slice(0, 3), ['alpha-0', 'alpha-1', 'alpha-2']);
   assert.ok(plane.runners.get('acmeCo/ticker')!.sessions >= 3);

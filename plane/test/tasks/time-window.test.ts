@@ -13,6 +13,7 @@ import { CollectionWriter } from '../../src/journals/writer.ts';
 import { LocalPlane } from '../../src/plane.ts';
 import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
 import { tempDir } from '../journals/helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 const BOUNDARY = '2024-06-01T00:00:00Z';
 
@@ -87,10 +88,9 @@ test('notBefore/notAfter: each binding materializes only documents published ins
     const db = new DatabaseSync(join(dir, 'out.db'), { readOnly: true });
     try { return (db.prepare(`SELECT id FROM ${table} ORDER BY id`).all() as { id: string }[]).map((row) => row.id); } finally { db.close(); }
   };
-  for (let i = 0; i < 200; i++) {
-    try { if (ids('all_events').length === 3) break; } catch { /* not created yet */ }
-    await new Promise((res) => setTimeout(res, 50));
-  }
+  await until('three rows in all_events', () => {
+    try { return ids('all_events').length === 3; } catch { return false; /* not created yet */ }
+  });
   assert.deepEqual(ids('all_events'), ['after', 'at', 'before']);
   assert.deepEqual(ids('early'), ['at', 'before'], 'notAfter is inclusive');
   assert.deepEqual(ids('late'), ['after', 'at'], 'notBefore is inclusive');
@@ -100,7 +100,7 @@ test('notBefore/notAfter: each binding materializes only documents published ins
   clock.at = Date.parse(BOUNDARY) + 100;
   const another = writerAtClock();
   plane.store.commit((tx) => another.append(tx, another.prepare({ id: 'late-arrival' })));
-  for (let i = 0; i < 200 && ids('all_events').length < 4; i++) await new Promise((res) => setTimeout(res, 50));
+  await until('the late arrival in all_events', () => ids('all_events').length >= 4);
   assert.deepEqual(ids('early'), ['at', 'before']);
   assert.deepEqual(ids('late'), ['after', 'at', 'late-arrival']);
   assert.deepEqual(ids('around'), ['at', 'late-arrival']);

@@ -13,6 +13,7 @@ import { statusResponse } from '../../src/control/status.ts';
 import { LocalPlane } from '../../src/plane.ts';
 import { Launcher } from '../../src/tasks/launcher.ts';
 import { tempDir } from '../journals/helpers.ts';
+import { until as untilEvent } from '@sluice/runtime/testing';
 
 const FAKE_ENGINE = fileURLToPath(new URL('../fixtures/fake-engine.sh', import.meta.url));
 const V1 = 'ghcr.io/sluice-dev/materialize-sqlserver:v1';
@@ -74,10 +75,7 @@ test('versioning: editing a materialization on an older materialize-sqlserver ta
   const status = () => statusResponse(control.store, control.store.get('acmeCo/to-mssql')!, { short: false }) as {
     summary: { status: string; message: string }; controller_status: { publications: { history: { id: string; detail: string }[] } };
   };
-  const until = async (what: string, fn: () => boolean) => {
-    for (let i = 0; i < 300 && !fn(); i++) await new Promise((r) => setTimeout(r, 50));
-    assert.ok(fn(), `timed out waiting for ${what}; status ${JSON.stringify(status().summary)}`);
-  };
+  const until = (what: string, fn: () => boolean) => untilEvent(what, fn, { detail: () => `status ${JSON.stringify(status().summary)}` });
 
   // Created on v1: no upgrade (only an edit upgrades); validate, apply and the session run v1.
   writeFileSync(file, catalog('greetings'));

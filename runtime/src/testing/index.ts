@@ -1,3 +1,4 @@
 // Test connectors for runtime, CLI and plane tests: `@sluice/runtime/testing`.
 export * from './test-capture.ts';
 export * from './test-materialize.ts';
+export * from './until.ts';

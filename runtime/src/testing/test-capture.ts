@@ -3,23 +3,10 @@
 // user-facing error, `explicitAcks` asks for acknowledgements and waits for one per checkpoint.
 import { ConfigError } from '../errors.ts';
 import type { CaptureConnector } from '../connector/types.ts';
+import type { FromSchema } from '../connector/from-schema.ts';
 import type { JsonObject } from '../protocol/specs.ts';
 
-export interface TestCaptureConfig {
-  apiKey: string;
-  greeting: string;
-  count: number;
-  failWith?: string;
-  /** Milliseconds to pause before each document (exercise timeouts and SIGTERM). */
-  delayMs: number;
-}
-
-export interface TestCaptureResource {
-  name: string;
-  prefix?: string;
-}
-
-export const testCaptureConfigSchema: JsonObject = {
+export const testCaptureConfigSchema = {
   type: 'object',
   title: 'Test capture',
   properties: {
@@ -31,9 +18,9 @@ export const testCaptureConfigSchema: JsonObject = {
   },
   required: ['apiKey'],
   additionalProperties: false,
-};
+} as const satisfies JsonObject;
 
-export const testCaptureResourceSchema: JsonObject = {
+export const testCaptureResourceSchema = {
   type: 'object',
   title: 'Stream',
   properties: {
@@ -42,7 +29,11 @@ export const testCaptureResourceSchema: JsonObject = {
   },
   required: ['name'],
   additionalProperties: false,
-};
+} as const satisfies JsonObject;
+
+/** The validated config (the runtime applies defaults): `delayMs` pauses before each document (timeouts, SIGTERM). */
+export type TestCaptureConfig = FromSchema<typeof testCaptureConfigSchema, { defaults: true }>;
+export type TestCaptureResource = FromSchema<typeof testCaptureResourceSchema, { defaults: true }>;
 
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {

@@ -3,21 +3,11 @@
 // and logs each committed transaction.
 import { ConfigError } from '../errors.ts';
 import type { DecodedLoad, DecodedStore, MaterializeConnector, Transactor } from '../connector/types.ts';
+import type { FromSchema } from '../connector/from-schema.ts';
 import type { JsonObject, JsonValue } from '../protocol/specs.ts';
 import type { TupleValue } from '../protocol/tuple.ts';
 
-export interface TestMaterializeConfig {
-  prefix: string;
-  failOn?: 'open' | 'load' | 'store' | 'commit';
-  unsatisfiable?: string[];
-}
-
-export interface TestMaterializeResource {
-  table: string;
-  delta: boolean;
-}
-
-export const testMaterializeConfigSchema: JsonObject = {
+export const testMaterializeConfigSchema = {
   type: 'object',
   title: 'Test materialization',
   properties: {
@@ -30,9 +20,9 @@ export const testMaterializeConfigSchema: JsonObject = {
     },
   },
   additionalProperties: false,
-};
+} as const satisfies JsonObject;
 
-export const testMaterializeResourceSchema: JsonObject = {
+export const testMaterializeResourceSchema = {
   type: 'object',
   title: 'Table',
   properties: {
@@ -41,7 +31,11 @@ export const testMaterializeResourceSchema: JsonObject = {
   },
   required: ['table'],
   additionalProperties: false,
-};
+} as const satisfies JsonObject;
+
+/** The validated configs (the runtime applies defaults). */
+export type TestMaterializeConfig = FromSchema<typeof testMaterializeConfigSchema, { defaults: true }>;
+export type TestMaterializeResource = FromSchema<typeof testMaterializeResourceSchema, { defaults: true }>;
 
 /** A stable map key for a decoded tuple. */
 export function tupleKey(values: readonly TupleValue[]): string {
