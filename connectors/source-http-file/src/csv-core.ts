@@ -147,8 +147,11 @@ export class CsvCore {
     const held = this.#carryLength;
     if (held > 0) {
       if (bytes.length > 0) {
-        if (this.#work.length < held + bytes.length) {
-          const bigger = Buffer.allocUnsafe(Math.max(held + bytes.length, this.#work.length * 2, 128 * 1024));
+        const needed = held + bytes.length;
+        if (this.#work.length < needed) {
+          // Past LONG_ROW_BYTES, room for the longest row at once: doubling would copy the row again at every
+          // step and touch fresh pages each time (most of the cost of a 64 MB row). Pages are backed as written.
+          const bigger = Buffer.allocUnsafe(needed > LONG_ROW_BYTES ? Math.max(needed, MAX_ROW_BYTES + (1 << 20)) : Math.max(needed, this.#work.length * 2, 128 * 1024));
           this.#work.copy(bigger, 0, 0, held);
           this.#work = bigger;
         }
@@ -158,7 +161,16 @@ export class CsvCore {
       const total = this.#carryLength;
       // A long incomplete row is re-scanned only once the bytes held have grown by half (LONG_ROW_BYTES).
       const carried = this.#carried;
-      if (!final && !force && carried >= LONG_ROW_BYTES && total < carried + (carried >> 1) && total <= MAX_ROW_BYTES) return 0;
+      if (!final && !force && carried >= LONG_ROW_BYTES) {
+        if (total < carried + (carried >> 1) && total <= MAX_ROW_BYTES) return 0;
+        // Before the sink sees a long row again, check that it is complete now (the sink would write it
+        // only to withdraw it: 6 bytes of room per byte, and the copy). Not complete: wait for more.
+        if (!this.#rowComplete(this.#work, total)) {
+          if (total > MAX_ROW_BYTES) throw tooLong(this.#line);
+          this.#carried = total;
+          return 0;
+        }
+      }
       s = this.#work.subarray(0, total);
     } else {
       if (bytes.length === 0 && !final) return 0;
@@ -203,20 +215,19 @@ export class CsvCore {
           let i = pos + 1;
           let closed = false;
           let len = 0;
-          let scratch: Buffer = this.#scratch;
+          // The value unescaped is never longer than the bytes it comes from: room for all of them, once.
+          const scratch: Buffer = n - pos > this.#scratch.length ? this.#grow(n - pos) : this.#scratch;
           while (i < n) {
             const c = s[i] as number;
             if (c === E) {
               if (i + 1 >= n) break; // need the escaped byte
               // The next byte is literal whatever it is, the escape byte included (csv-core).
-              if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
               scratch[len++] = s[i + 1] as number;
               i += 2;
               continue;
             }
             if (c === Q) {
               if (i + 1 < n && s[i + 1] === Q) {
-                if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
                 scratch[len++] = c;
                 i += 2;
                 continue;
@@ -231,7 +242,6 @@ export class CsvCore {
               else if (c === CR) {
                 line++;
                 if (s[i + 1] === LF) {
-                  if (len + 2 > scratch.length) scratch = this.#grow(len + 2);
                   scratch[len++] = c;
                   scratch[len++] = LF;
                   i += 2;
@@ -239,7 +249,6 @@ export class CsvCore {
                 }
               }
             } else if (c === T) line++;
-            if (len + 1 > scratch.length) scratch = this.#grow(len + 1);
             scratch[len++] = c;
             i++;
           }
@@ -257,7 +266,6 @@ export class CsvCore {
             j++;
           }
           if (j > i) {
-            if (len + (j - i) > scratch.length) scratch = this.#grow(len + (j - i));
             s.copy(scratch, len, i, j);
             len += j - i;
           }
@@ -295,7 +303,21 @@ export class CsvCore {
       if (!go) { stopped = true; break; }
     }
     this.#consumed += consumed;
+    // The held bytes start at a row start again: a later probe starts there.
+    this.#probeAt = 0;
+    this.#probeMode = 0;
     const rest = n - consumed;
+    // After a long row, the big buffers go (their pages stay resident while they are held).
+    if (this.#scratch.length > 4 * LONG_ROW_BYTES) this.#scratch = Buffer.allocUnsafe(1024);
+    if (this.#work.length > 4 * LONG_ROW_BYTES && rest <= LONG_ROW_BYTES) {
+      const work = this.#work;
+      this.#work = Buffer.allocUnsafe(Math.max(rest, 128 * 1024));
+      if (rest > 0) (s.buffer === work.buffer ? work : s).copy(this.#work, 0, consumed, n);
+      this.#carryLength = rest;
+      this.#carried = stopped ? 0 : rest;
+      this.#line = consumedLine;
+      return rowsDone;
+    }
     if (rest > 0) {
       if (s.buffer === this.#work.buffer && s.byteOffset === this.#work.byteOffset) this.#work.copyWithin(0, consumed, n);
       else {
@@ -309,13 +331,58 @@ export class CsvCore {
     return rowsDone;
   }
 
+  /** Where the last probe of the held row stopped, and in which part of a field (see #rowComplete). */
+  #probeAt = 0;
+  #probeMode = 0;
+
+  /**
+   * Whether the held bytes hold the end of their first row, found without reporting anything: a scan that
+   * resumes where the previous one stopped, so a long row is probed in linear time whatever its chunks.
+   * It follows the rules of #scan conservatively — it may call a row complete early (the scan then
+   * decides), never late. Modes: 0 field start, 1 unquoted, 2 quoted, 3 after the closing quote.
+   */
+  #rowComplete(s: Buffer, n: number): boolean {
+    const ends = this.ends;
+    const D = this.#delim;
+    const Q = this.#quote;
+    const E = this.#escape;
+    let i = this.#probeAt;
+    let m = this.#probeMode;
+    while (i < n) {
+      if (m === 0) {
+        if (s[i] === Q) { m = 2; i++; } else m = 1;
+        continue;
+      }
+      if (m === 2) {
+        const c = s[i] as number;
+        if (c === E) {
+          if (i + 1 >= n) break;
+          i += 2;
+        } else if (c === Q) {
+          if (i + 1 >= n) break; // a doubled quote may follow
+          if (s[i + 1] === Q) i += 2;
+          else { i++; m = 3; }
+        } else i++;
+        continue;
+      }
+      // Unquoted, or after the closing quote: up to the delimiter or a terminator.
+      while (i < n && ends[s[i] as number] === 0) i++;
+      if (i >= n) break;
+      if (s[i] !== D) return true;
+      i++;
+      m = 0;
+    }
+    this.#probeAt = i;
+    this.#probeMode = m;
+    return false;
+  }
+
+  /** A bigger scratch buffer (nothing in it is kept: it is taken at a field's start). */
   #grow(min: number): Buffer {
     let size = this.#scratch.length * 2;
     while (size < min) size *= 2;
-    const next = Buffer.allocUnsafe(size);
-    this.#scratch.copy(next);
-    this.#scratch = next;
-    return next;
+    this.#scratch = Buffer.allocUnsafe(size);
+    return this.#scratch;
   }
 }
 

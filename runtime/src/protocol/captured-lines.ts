@@ -103,8 +103,8 @@ export class CapturedLinesWriter {
     return batch;
   }
 
-  /** A buffer of an earlier batch, written and handed back: filled again by later batches. */
+  /** A buffer of an earlier batch, written and handed back: filled again by later batches (not one grown for a huge document). */
   recycle(buffer: ArrayBuffer): void {
-    if (buffer.byteLength >= CAPTURED_LINES_BUFFER_BYTES && this.#pool.length < POOL_LIMIT) this.#pool.push(buffer);
+    if (buffer.byteLength >= CAPTURED_LINES_BUFFER_BYTES && buffer.byteLength <= 4 * CAPTURED_LINES_BUFFER_BYTES && this.#pool.length < POOL_LIMIT) this.#pool.push(buffer);
   }
 }
