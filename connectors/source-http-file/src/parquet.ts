@@ -1,9 +1,10 @@
 // Parquet files: read by byte ranges (the footer, then each row group's column chunks), never the whole
 // file in memory. A source is either the server itself (Range requests, when it sends Accept-Ranges
 // and Content-Length) or a private temporary copy of the body (removed afterwards). Each row group is
-// fetched in one request (its column chunks are contiguous), decoded by hyparquet and turned into the
-// JSON text of its rows (parquet-json.ts), handed on in batches; the next row group's bytes are fetched
-// while this one is converted. Memory: one row group's compressed bytes (two with the prefetch) plus its
+// fetched in one request (its column chunks are contiguous); a flat schema's rows are written as bytes
+// from its pages into the line buffer (parquet-flat.ts), other schemas are decoded by hyparquet and turned
+// into the JSON text of their rows (parquet-json.ts); the next row group's bytes are fetched while this
+// one is converted. Memory: one row group's compressed bytes (two with the prefetch) plus its
 // decoded columns; a row group too big for the heap is refused by name before it is read.
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
