@@ -83,14 +83,14 @@ for (let mb = 4; mb <= MAX_MB; mb *= 2) {
     bodies.set('/rows.csv', Buffer.from(`a,b\n${`${'x'.repeat(96)},1\n`.repeat(Math.floor(size / 100))}`));
     const b = await capture('/rows.csv');
     console.log(`${mb} | ${quoted} | ${r.seconds.toFixed(2)} | ${(r.seconds / mb).toFixed(3)} | ${b.seconds.toFixed(2)} | ${(r.seconds / b.seconds).toFixed(2)}× | ${r.error || `${r.docs} documents`}`);
-    if (mb === 64) target.push(`64 MiB row (${quoted ? 'quoted' : 'unquoted'}): ${r.seconds.toFixed(2)} s, whole process (target < 2 s: ${r.seconds < 2 ? 'met' : 'NOT met'})`);
+    if (mb === 64) target.push(`64 MiB row (${quoted ? 'quoted' : 'unquoted'}), accepted: ${r.seconds.toFixed(2)} s, whole process (${(r.seconds / b.seconds).toFixed(2)}× the same bytes in ordinary rows)`);
   }
 }
 for (const t of target) console.log(t);
 // Over the limit: rejected, in time linear in what was read.
 bodies.set('/over.csv', Buffer.from(`a,b\n${'x'.repeat(MAX_MB * MiB + 1024)},1\n`));
 const over = await capture('/over.csv');
-console.log(`row of ${MAX_MB} MiB + 1 KiB: ${over.seconds.toFixed(2)} s → ${over.error}`);
+console.log(`row of ${MAX_MB} MiB + 1 KiB: rejected in ${over.seconds.toFixed(2)} s, whole process${MAX_MB === 64 ? ` (#17.7 target < 2 s: ${over.seconds < 2 ? 'met' : 'NOT met'})` : ''} → ${over.error}`);
 // A gzip bomb: 1 GiB of zeros in ~1 MB of gzip.
 const zeros = Buffer.alloc(64 * MiB, 0x30);
 const member = gzipSync(Buffer.concat([Buffer.from('a\n'), zeros]));
