@@ -397,14 +397,14 @@ export interface CsvRow {
   byteOffset: number;
 }
 
-/** Rows as field strings, up to `limit` rows per scan. */
-export class RowCollector implements CsvSink {
+/** Each row's fields as strings, handed to `onRow` (which returns false to stop the scan). */
+export class FieldStringsSink implements CsvSink {
   readonly #ends: Uint8Array;
-  rows: CsvRow[] = [];
+  readonly #onRow: (fields: string[], line: number, byteOffset: number) => boolean;
   #fields: string[] = [];
-  limit = Infinity;
-  constructor(core: CsvCore) {
+  constructor(core: CsvCore, onRow: (fields: string[], line: number, byteOffset: number) => boolean) {
     this.#ends = core.ends;
+    this.#onRow = onRow;
   }
   rowStart(): void {
     this.#fields = [];
@@ -418,11 +418,22 @@ export class RowCollector implements CsvSink {
     this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, b - a).toString('utf8'));
   }
   rowEnd(_fields: number, line: number, byteOffset: number): boolean {
-    this.rows.push({ fields: this.#fields, line, byteOffset });
-    return this.rows.length < this.limit;
+    return this.#onRow(this.#fields, line, byteOffset);
   }
   rowAbort(): void {
     this.#fields = [];
+  }
+}
+
+/** Rows as field strings, up to `limit` rows per scan. */
+export class RowCollector extends FieldStringsSink {
+  rows: CsvRow[] = [];
+  limit = Infinity;
+  constructor(core: CsvCore) {
+    super(core, (fields, line, byteOffset) => {
+      this.rows.push({ fields, line, byteOffset });
+      return this.rows.length < this.limit;
+    });
   }
 }
 

@@ -5,7 +5,7 @@
 // Short rows omit keys; long rows are errors (or skipped under errorThreshold with a look-ahead window of
 // 1000 rows).
 import type { JsonObject } from '@sluice/runtime';
-import { CsvCore, RowCollector, detectDialect, raggedRow, skipUnquoted } from './csv-core.ts';
+import { CsvCore, FieldStringsSink, RowCollector, detectDialect, raggedRow } from './csv-core.ts';
 import type { CsvDialect, CsvSink } from './csv-core.ts';
 import { CsvJsonSink } from './csv-bytes.ts';
 import type { CsvConfig } from './schema.ts';
@@ -45,31 +45,6 @@ export interface CsvRecordOptions {
   lines?: LineSink;
 }
 
-/** Rows as objects (string-or-null values, timestamps normalised), handed to the record parser. */
-class ObjectSink implements CsvSink {
-  readonly #ends: Uint8Array;
-  readonly #onRow: (fields: string[], line: number, byteOffset: number) => boolean;
-  #fields: string[] = [];
-  constructor(core: CsvCore, onRow: (fields: string[], line: number, byteOffset: number) => boolean) {
-    this.#ends = core.ends;
-    this.#onRow = onRow;
-  }
-  rowStart(): void {
-    this.#fields = [];
-  }
-  unquoted(src: Uint8Array, a: number, n: number): number {
-    const j = skipUnquoted(this.#ends, src, a, n);
-    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, j - a).toString('utf8'));
-    return j;
-  }
-  quoted(src: Uint8Array, a: number, b: number): void {
-    this.#fields.push(Buffer.from(src.buffer, src.byteOffset + a, b - a).toString('utf8'));
-  }
-  rowEnd(_fields: number, line: number, byteOffset: number): boolean {
-    return this.#onRow(this.#fields, line, byteOffset);
-  }
-  rowAbort(): void {}
-}
 
 /**
  * UTF-8 bytes (or text) in → records out, or lines into the LineSink (then `push` returns none). An error
@@ -212,7 +187,7 @@ export class CsvRecordParser {
       this.#json = new CsvJsonSink(core, this.#lines as LineSink, prefixes, this.#dt);
       this.#sink = this.#json;
     } else {
-      this.#sink = new ObjectSink(core, (fields, line, byteOffset) => this.#row(fields, line, byteOffset));
+      this.#sink = new FieldStringsSink(core, (fields, line, byteOffset) => this.#row(fields, line, byteOffset));
     }
   }
 
