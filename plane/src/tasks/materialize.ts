@@ -110,10 +110,16 @@ export function maxKeysKey(task: string): string { return `materialize/${task}/m
 /** Source documents per transaction (Flow closes a transaction by time and size; the plane by both counts). */
 const DEFAULT_TXN_DOCS = 20_000;
 const DEFAULT_TXN_BYTES = 8 * 1024 * 1024;
+/** The first transaction's most documents (then ×4 per transaction up to the maximum). */
+const FIRST_TXN_DOCS = 1000;
 
 export async function runMaterializeSession(opts: MaterializeSessionOptions): Promise<void> {
   const { name, spec, store, session, signal } = opts;
   const maxTxnDocs = opts.maxTxnDocs ?? DEFAULT_TXN_DOCS;
+  // A session's first transactions are small and grow ×4 up to the maximum: the first rows reach the
+  // destination within a transaction's round trip of the first commit (the quickstart shows rows sooner),
+  // and the later, large transactions keep the per-transaction cost (round trips, fsyncs) amortised.
+  let txnDocs = opts.maxTxnDocs ?? Math.min(FIRST_TXN_DOCS, maxTxnDocs);
   const bindings: BindingPlan[] = (spec.bindings ?? []).map((b, index) => {
     const schema = b.collection.readSchema ?? b.collection.writeSchema ?? true;
     const plan: BindingPlan = {
@@ -179,9 +185,9 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
         const docs: SourceDocument[] = [];
         const read: { cursor: Cursor; end: number }[] = [];
         // Share the transaction between sources, so no binding or partition starves another.
-        let budget = maxTxnDocs;
+        let budget = txnDocs;
         let bytes = DEFAULT_TXN_BYTES;
-        const share = Math.max(1000, Math.ceil(maxTxnDocs / Math.max(1, cursors.size)));
+        const share = Math.max(1000, Math.ceil(txnDocs / Math.max(1, cursors.size)));
         for (const c of cursors.values()) {
           if (budget <= 0 || bytes <= 0) break;
           const got = store.read(c.journal, c.offset, Math.min(share, budget), bytes);
@@ -197,6 +203,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
           const next: Record<string, JsonValue> = { ...(sources as Record<string, JsonValue>) };
           for (const c of cursors.values()) next[c.key] = { readThrough: String(c.offset) };
           sources = next as typeof sources;
+          txnDocs = Math.min(maxTxnDocs, txnDocs * 4);
           return { docs, checkpoint: { sources: next, ackIntents: {} } };
         }
         if (opts.nextBatch) {
