@@ -9,9 +9,10 @@
 // Exactly once is the SqlTransactor's, unchanged: data and checkpoint commit in one SQLite transaction on the
 // writer thread. A failure there (a statement, a malformed tuple) fails the store call and so the session before
 // any commit. The thread is terminated by close() (the runtime calls it on every way out of a session), when open
-// fails, and never keeps the process alive while idle.
-import { Worker } from 'node:worker_threads';
-import { threadBootSource } from '@sluice/runtime/launch';
+// fails, and never keeps the process alive while idle. Starting the thread, the channel, the mapping of its
+// death to an error and the errors' round trip are the runtime's (@sluice/runtime/thread).
+import { rebuildError as rebuild, threadModule } from '@sluice/runtime/thread';
+import type { SerializedError, Thread } from '@sluice/runtime/thread';
 import { ConfigError, PackedStore, ProtocolError } from '@sluice/runtime';
 import type {
   DecodedLoad, DecodedStore, JsonObject, Logger, MaterializeOpenContext, MaterializeOpenedResponse, RuntimeCheckpoint,
@@ -29,8 +30,6 @@ export interface OpenInit {
   version: string;
   state: JsonObject;
 }
-
-export interface SerializedError { name: string; message: string; number?: number; stack?: string }
 
 /**
  * Stores handed over: per store its binding, flags, line and three texts in `text` (lengths in `lens`: key,
@@ -90,38 +89,19 @@ export const CONSUMED = 0; // batches the writer thread has taken off its queue 
 export const FAILED = 1; // 1 once the current store()/load() failed there (the error follows as a message)
 export const WAKE_AT = 2; // 0, or the CONSUMED count at which the waiting main thread wants to be woken
 
-const WORKER_URL = new URL('./writer-worker.ts', import.meta.url);
+const writerThreads = threadModule<MainToWorker, WorkerToMain>(new URL('./writer-worker.ts', import.meta.url), {
+  name: 'the SQLite writer thread',
+  exitError: (code) => new SqlError(`the SQLite writer thread exited (code ${code}) before the session ended`),
+});
 
-let live = 0;
 /** Writer threads started and not yet exited (tests check that every way out ends them). */
 export function liveWriterThreads(): number {
-  return live;
+  return writerThreads.live();
 }
-
-interface Spawned { worker: Worker; error?: Error; exited: boolean }
-let prestarted: Spawned | undefined;
-const running = new Set<Worker>();
 
 /** Terminates every writer thread now, as if it had died (tests: a session must fail without committing). */
 export async function terminateWriterThreads(): Promise<void> {
-  await Promise.all([...running].map((w) => w.terminate()));
-}
-
-function spawnWriter(): Spawned {
-  // The bootstrap turns on the compile cache before the writer's modules load (see threadBootSource).
-  const worker = new Worker(threadBootSource(WORKER_URL), { eval: true, stdout: false, stderr: false });
-  live++;
-  running.add(worker);
-  // Never keeps the process alive by itself (held only while it owes an answer, see #hold).
-  worker.unref();
-  const s: Spawned = { worker, exited: false };
-  worker.on('error', (err) => { s.error ??= err; });
-  worker.once('exit', () => {
-    live--;
-    running.delete(worker);
-    s.exited = true;
-  });
-  return s;
+  await writerThreads.killAll();
 }
 
 /**
@@ -130,7 +110,7 @@ function spawnWriter(): Spawned {
  * The next open() takes it; a process that serves spec/validate/apply exits with it unused (it is unref'd).
  */
 export function prestartWriterThread(): void {
-  if (prestarted === undefined && useWriterThread()) prestarted = spawnWriter();
+  if (useWriterThread()) writerThreads.prestart();
 }
 
 /** Whether sessions use the writer thread: yes unless SLUICE_SQLITE_WRITER_THREAD=0. */
@@ -138,29 +118,18 @@ export function useWriterThread(env: Record<string, string | undefined> = proces
   return env['SLUICE_SQLITE_WRITER_THREAD'] !== '0';
 }
 
-export function serializeError(err: unknown): SerializedError {
-  const e = err as { name?: string; message?: string; number?: number; stack?: string };
-  const out: SerializedError = { name: typeof e?.name === 'string' ? e.name : 'Error', message: typeof e?.message === 'string' ? e.message : String(err) };
-  if (typeof e?.number === 'number') out.number = e.number;
-  if (typeof e?.stack === 'string') out.stack = e.stack;
-  return out;
-}
-
 /** The writer thread's error as the same class with the same message (what the entry point reports). */
 export function rebuildError(e: SerializedError): Error {
-  let err: Error;
-  switch (e.name) {
-    case 'ProtocolError': err = new ProtocolError(e.message); break;
-    case 'FencedError': err = new FencedError(e.message); break;
-    case 'SqlError': err = new SqlError(e.message, e.number === undefined ? {} : { number: e.number }); break;
-    case 'SqlConfigError': err = new SqlConfigError(e.message); break;
-    case 'ConfigError': err = new ConfigError(e.message); break;
-    default:
-      err = new Error(e.message);
-      err.name = e.name;
-  }
-  if (e.stack !== undefined) err.stack = e.stack;
-  return err;
+  return rebuild(e, () => {
+    switch (e.name) {
+      case 'ProtocolError': return new ProtocolError(e.message);
+      case 'FencedError': return new FencedError(e.message);
+      case 'SqlError': return new SqlError(e.message, typeof e.props['number'] === 'number' ? { number: e.props['number'] } : {});
+      case 'SqlConfigError': return new SqlConfigError(e.message);
+      case 'ConfigError': return new ConfigError(e.message);
+      default: return undefined;
+    }
+  });
 }
 
 interface Waiter { resolve: (value: unknown) => void; reject: (err: Error) => void }
@@ -269,13 +238,12 @@ class StoreBatcher {
 /** The main thread's side: a Transactor that forwards to the SqlTransactor on the writer thread. */
 export class WriterThreadTransactor implements Transactor {
   readonly deferTupleDecoding = true;
-  readonly #worker: Worker;
+  readonly #thread: Thread<MainToWorker, WorkerToMain>;
   readonly #log: Logger;
   readonly #calls = new Map<number, Waiter>();
   #nextId = 1;
   #posted = 0;
   readonly #shared = new Int32Array(new SharedArrayBuffer(12));
-  #holds = 0;
   /** A failure of the current store()/load() on the writer thread, or the thread's death. */
   #failure: Error | null = null;
   #dead = false;
@@ -302,25 +270,20 @@ export class WriterThreadTransactor implements Transactor {
 
   private constructor(log: Logger) {
     this.#log = log;
-    let spawned = prestarted;
-    prestarted = undefined;
-    if (spawned === undefined || spawned.exited || spawned.error !== undefined) {
-      if (spawned !== undefined) void spawned.worker.terminate();
-      spawned = spawnWriter();
-    }
-    this.#worker = spawned.worker;
-    this.#worker.on('message', (m: WorkerToMain) => this.#onMessage(m));
-    this.#worker.on('error', (err) => this.#die(err));
-    this.#worker.on('exit', (code) => this.#die(new SqlError(`the SQLite writer thread exited (code ${code}) before the session ended`)));
+    // The prestarted thread when it is healthy (prestartWriterThread), else a new one.
+    this.#thread = writerThreads.start();
+    this.#thread.onMessage((m) => this.#onMessage(m));
+    // Its uncaught error or unasked-for exit (SqlError "exited (code N)"); undefined after #terminate().
+    this.#thread.onEnd((err) => this.#die(err ?? new SqlError('the SQLite writer thread is closed')));
   }
 
   /** Keeps the process alive only while the writer thread has work or owes an answer. */
   #hold(): void {
-    if (this.#holds++ === 0) this.#worker.ref();
+    this.#thread.hold();
   }
 
   #release(): void {
-    if (--this.#holds === 0) this.#worker.unref();
+    this.#thread.release();
   }
 
   #onMessage(m: WorkerToMain): void {
@@ -366,11 +329,11 @@ export class WriterThreadTransactor implements Transactor {
 
   async #terminate(): Promise<void> {
     this.#closing = true;
-    if (!this.#dead) await this.#worker.terminate();
+    if (!this.#dead) await this.#thread.terminate();
   }
 
   #post(m: MainToWorker, transfer?: ArrayBuffer[]): void {
-    if (!this.#dead) this.#worker.postMessage(m, transfer);
+    if (!this.#dead) this.#thread.post(m, transfer);
   }
 
   #call(m: Extract<MainToWorker, { id: number }>): Promise<unknown> {

@@ -1,15 +1,14 @@
 // The writer thread (see writer-thread.ts): opens the SQL transactor over its own SQLite connections and runs
 // what the main thread forwards, in order. Stores arrive raw and become PackedStores here, so their tuples
 // are decoded on this thread (a malformed one fails store() with the runtime's ProtocolError, same message).
-import { parentPort } from 'node:worker_threads';
+import { serializeError, serveThread } from '@sluice/runtime/thread';
 import { PackedStore } from '@sluice/runtime';
 import type { DecodedLoad, DecodedStore, JsonObject, Logger, RuntimeCheckpoint, Transactor } from '@sluice/runtime';
 import { sqlMaterializeConnector } from '@sluice/materialize-sql';
 import { sqliteEndpoint } from './connector.ts';
-import { CONSUMED, FAILED, FLAG_DELETE, FLAG_EXISTS, FLAG_VALUES_BYTES, WAKE_AT, serializeError } from './writer-thread.ts';
+import { CONSUMED, FAILED, FLAG_DELETE, FLAG_EXISTS, FLAG_VALUES_BYTES, WAKE_AT } from './writer-thread.ts';
 import type { MainToWorker, StoreBatch, WorkerToMain } from './writer-thread.ts';
 
-const port = parentPort!;
 const connector = sqlMaterializeConnector(sqliteEndpoint);
 const abort = new AbortController();
 let transactor: Transactor | undefined;
@@ -31,7 +30,7 @@ function failed(err: unknown): void {
 }
 
 function post(m: WorkerToMain): void {
-  port.postMessage(m);
+  port.post(m);
 }
 
 function safeFields(fields: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
@@ -178,7 +177,7 @@ function need(): Transactor {
   return transactor;
 }
 
-port.on('message', (m: MainToWorker) => {
+const port = serveThread<MainToWorker, WorkerToMain>('materialize-sqlite/src/writer-worker.ts', (m) => {
   switch (m.t) {
     case 'open':
       shared = new Int32Array(m.shared);

@@ -2,16 +2,16 @@
 // protocol; a worker thread (worker.ts) runs decompress → charset → parser → JSON text and returns
 // batches of framed `captured` lines (text). Both directions are bounded: at most
 // INPUT_WINDOW raw chunks and OUTPUT_WINDOW batches are in flight, so the consumer's pace still reaches
-// the socket. The worker is terminated on every way out (end, error, abort, early return).
-import { threadBootSource } from '@sluice/runtime/launch';
-import { Worker } from 'node:worker_threads';
+// the socket. The worker is terminated on every way out (end, error, abort, early return). Starting the
+// thread, the channel, the mapping of its death to an error and the errors' round trip are the runtime's
+// (@sluice/runtime/thread; it imports nothing of the runtime's index, which would cost this thread ~36 MB).
+import { rebuildError as rebuild, threadModule } from '@sluice/runtime/thread';
+import type { SerializedError } from '@sluice/runtime/thread';
 import { minorGcBudget } from './gc.ts';
 import type { FramedBatch } from './lines.ts';
 import { ConfigError, DecodeError, ErrorThresholdError, HttpFileError } from './errors.ts';
 import type { FileMeta, ResumeFrom } from './pipeline.ts';
 import type { ParserConfig } from './schema.ts';
-
-const WORKER_URL = new URL('./worker.ts', import.meta.url).href;
 
 /** Raw chunks sent to the worker and not yet taken by its parser. */
 export const INPUT_WINDOW = 8;
@@ -38,17 +38,6 @@ export interface WorkerInit {
   resumeFrom: number;
 }
 
-export interface SerializedError {
-  name: string;
-  message: string;
-  stack?: string;
-  code?: string;
-  line?: number;
-  byteOffset?: number;
-  fields?: Record<string, unknown>;
-  cause?: { name: string; message: string };
-}
-
 /** `bodyFailed`: the body broke after the chunks already sent (the worker's input throws there, as the body would). */
 export type MainToWorker = { t: 'init'; init: WorkerInit } | { t: 'chunk'; data: Uint8Array } | { t: 'end' } | { t: 'bodyFailed' } | { t: 'credit' } | { t: 'recycle'; buffer: ArrayBuffer };
 
@@ -67,24 +56,25 @@ export type WorkerToMain =
 
 /** The error the worker raised, as the same class with the same message (what the entry point reports). */
 export function rebuildError(e: SerializedError): Error {
-  const options = { ...(e.fields ? { fields: e.fields } : {}), ...(e.cause ? { cause: Object.assign(new Error(e.cause.message), { name: e.cause.name }) } : {}) };
-  const where = { line: e.line ?? null, byteOffset: e.byteOffset ?? null };
-  let err: Error;
-  switch (e.name) {
-    case 'ErrorThresholdError': err = new ErrorThresholdError(e.message, where, options); break;
-    case 'DecodeError': err = new DecodeError(e.message, where, options); break;
-    case 'ConfigError': err = new ConfigError(e.message, options); break;
-    default:
-      if (e.code && e.name.endsWith('Error') && e.name !== 'Error' && e.name !== 'TypeError' && e.name !== 'RangeError') {
-        err = new HttpFileError(e.code, e.message, options);
-      } else {
-        err = new Error(e.message, options.cause ? { cause: options.cause } : undefined);
-        if (e.code) (err as Error & { code: string }).code = e.code;
-      }
-      err.name = e.name;
-  }
-  if (e.stack !== undefined) err.stack = e.stack;
-  return err;
+  const { code, line, byteOffset, fields } = e.props;
+  const options = {
+    ...(fields !== null && typeof fields === 'object' ? { fields: fields as Record<string, unknown> } : {}),
+    ...(e.cause ? { cause: Object.assign(new Error(e.cause.message), { name: e.cause.name }) } : {}),
+  };
+  const where = { line: typeof line === 'number' ? line : null, byteOffset: typeof byteOffset === 'number' ? byteOffset : null };
+  return rebuild(e, () => {
+    switch (e.name) {
+      case 'ErrorThresholdError': return new ErrorThresholdError(e.message, where, options);
+      case 'DecodeError': return new DecodeError(e.message, where, options);
+      case 'ConfigError': return new ConfigError(e.message, options);
+      default:
+        if (typeof code === 'string' && code !== '' && e.name.endsWith('Error') && e.name !== 'Error' && e.name !== 'TypeError' && e.name !== 'RangeError') {
+          return Object.assign(new HttpFileError(code, e.message, options), { name: e.name });
+        }
+        // Anything else: an Error of the same name, message, cause and properties (`code` included).
+        return undefined;
+    }
+  });
 }
 
 /**
@@ -101,10 +91,15 @@ export function useWorker(option: boolean | undefined, contentLength: number | n
   return false;
 }
 
-let live = 0;
+const parserThreads = threadModule<MainToWorker, WorkerToMain>(new URL('./worker.ts', import.meta.url), {
+  name: 'the parser thread',
+  resourceLimits: WORKER_RESOURCE_LIMITS,
+  outOfMemoryHint: 'unset SLUICE_HTTP_FILE_WORKER (or set it to 0) to parse on the main thread',
+});
+
 /** Parser threads started and not yet exited (tests check that every way out ends them). */
 export function liveWorkers(): number {
-  return live;
+  return parserThreads.live();
 }
 
 export interface ParallelEvents {
@@ -113,49 +108,28 @@ export interface ParallelEvents {
 }
 
 /**
- * Parses `body` in a worker thread; yields its batches in order. Throws the worker's error (same class
- * and message as the single-thread path), the body's error (HTTP), or an error naming how the worker died.
- */
-/** Starts a parser thread: it loads its modules and waits for `init` (workerData null). */
-function startWorker(): Worker {
-  // The bootstrap turns on the compile cache the main thread uses before worker.ts loads (measured: the
-  // parser thread's RSS 51 → 28 MB).
-  const worker = new Worker(threadBootSource(WORKER_URL), { eval: true, workerData: null, resourceLimits: WORKER_RESOURCE_LIMITS, stdout: false, stderr: false });
-  live++;
-  worker.once('exit', () => { live--; });
-  return worker;
-}
-
-let prestarted: Worker | null = null;
-
-/**
- * Starts a parser thread now, for the next parseInWorker to take: a thread takes ~0.1 s to start (a new
- * isolate, Node's bootstrap, the parser modules), which then overlaps the caller's own start-up. The
- * bin calls this when it starts; the thread idles unreferenced (it keeps no process alive) and is
- * terminated if a capture parses on the main thread instead (small files) or never runs.
+ * Starts a parser thread now, for the next parseInWorker to take (its start overlaps the caller's own
+ * start-up; the bin calls this when it starts). It loads its modules and waits for `init`, idles
+ * unreferenced (it keeps no process alive) and is terminated if a capture parses on the main thread instead
+ * (small files) or never runs. An idle thread that fails (e.g. cannot load) is replaced by parseInWorker.
  */
 export function prestartParserThread(): void {
-  if (prestarted !== null) return;
-  prestarted = startWorker();
-  prestarted.unref();
-  // An idle thread that fails (e.g. cannot load) is dropped; parseInWorker then starts another.
-  const failed = prestarted;
-  failed.once('error', () => { if (prestarted === failed) prestarted = null; });
-  failed.once('exit', () => { if (prestarted === failed) prestarted = null; });
+  parserThreads.prestart();
 }
 
 /** Terminates a prestarted thread nobody took. */
 export function releasePrestartedThread(): void {
-  const w = prestarted;
-  prestarted = null;
-  void w?.terminate();
+  parserThreads.releasePrestarted();
 }
 
+/**
+ * Parses `body` in a worker thread; yields its batches in order. Throws the worker's error (same class
+ * and message as the single-thread path), the body's error (HTTP), or an error naming how the worker died.
+ */
 export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: WorkerInit, events: ParallelEvents, signal?: AbortSignal): AsyncGenerator<ParsedBatch, number> {
-  const worker = prestarted ?? startWorker();
-  prestarted = null;
-  worker.ref();
-  worker.postMessage({ t: 'init', init } satisfies MainToWorker);
+  const worker = parserThreads.start();
+  worker.hold();
+  worker.post({ t: 'init', init });
   const inbox: WorkerToMain[] = [];
   let failure: { error: unknown } | null = null;
   let bodyError: { error: unknown } | null = null;
@@ -178,7 +152,7 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
     wake();
     releasePump();
   };
-  worker.on('message', (m: WorkerToMain) => {
+  worker.onMessage((m) => {
     if (m.t === 'ack') {
       inFlight--;
       releasePump();
@@ -187,13 +161,10 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
     inbox.push(m);
     wake();
   });
-  worker.on('error', (err: Error & { code?: string }) => {
-    fail(err.code === 'ERR_WORKER_OUT_OF_MEMORY'
-      ? new Error(`the parser thread ran out of memory (its limits: ${JSON.stringify(WORKER_RESOURCE_LIMITS)}); unset SLUICE_HTTP_FILE_WORKER (or set it to 0) to parse on the main thread`, { cause: err })
-      : err);
-  });
-  worker.on('exit', (code) => {
-    if (!finished) fail(new Error(`the parser thread exited unexpectedly (exit code ${code})`));
+  // Its uncaught error, running out of memory (named with its limits) or an exit nobody asked for; nothing
+  // when this side terminated it (the end, an error here, the abort, which failed the capture already).
+  worker.onEnd((err) => {
+    if (err !== undefined && !finished) fail(err);
   });
   const onAbort = (): void => {
     fail(signal?.reason ?? new Error('aborted'));
@@ -207,20 +178,20 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
   const pump = (async () => {
     for await (const chunk of body) {
       if (failure || finished) return;
-      worker.postMessage({ t: 'chunk', data: chunk } satisfies MainToWorker);
+      worker.post({ t: 'chunk', data: chunk });
       // The body's buffers die here (the worker got a copy); this thread allocates too little to collect them soon.
       handled(chunk.length);
       inFlight++;
       while (inFlight >= INPUT_WINDOW && !failure && !finished) await new Promise<void>((resolve) => { wakePump = resolve; });
     }
-    if (!failure && !finished) worker.postMessage({ t: 'end' } satisfies MainToWorker);
+    if (!failure && !finished) worker.post({ t: 'end' });
   })();
   // A broken body (HTTP error after retries) reaches the worker's parser after the chunks already sent,
   // where the single-thread path would see it: the batches before it still come out, then its error.
   pump.catch((err: unknown) => {
     if (failure || finished) return;
     bodyError = { error: err };
-    worker.postMessage({ t: 'bodyFailed' } satisfies MainToWorker);
+    worker.post({ t: 'bodyFailed' });
   });
 
   try {
@@ -235,10 +206,10 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
         case 'batch': {
           const buffer = m.lines.buffer as ArrayBuffer;
           const written = (err?: Error | null): void => {
-            if (!err && !finished) worker.postMessage({ t: 'recycle', buffer } satisfies MainToWorker, [buffer]);
+            if (!err && !finished) worker.post({ t: 'recycle', buffer }, [buffer]);
           };
           yield { ...m, written };
-          worker.postMessage({ t: 'credit' } satisfies MainToWorker);
+          worker.post({ t: 'credit' });
           break;
         }
         case 'log':

@@ -5,18 +5,13 @@
 // record count, the offset after them and the resume position, so the main thread only writes bytes and
 // places checkpoints. A thread may be started before its file is known (prestartParserThread): it then
 // loads its modules and waits for the `init` message.
-import { parentPort, workerData } from 'node:worker_threads';
+import { serializeError, serveThread } from '@sluice/runtime/thread';
 import { parseFile } from './pipeline.ts';
 import { minorGcBudget } from './gc.ts';
 import { framedBatches, LineSink } from './lines.ts';
 import type { CsvResume } from './csv.ts';
-import type { MainToWorker, SerializedError, WorkerInit, WorkerToMain } from './parallel.ts';
+import type { MainToWorker, WorkerInit, WorkerToMain } from './parallel.ts';
 import { OUTPUT_WINDOW } from './parallel.ts';
-
-const port = parentPort;
-if (!port) throw new Error('source-http-file/src/worker.ts runs only as a worker thread');
-
-const post = (m: WorkerToMain, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
 
 // Input: chunks the main thread sends (it keeps at most INPUT_WINDOW unacknowledged in flight).
 const chunks: Uint8Array[] = [];
@@ -27,7 +22,7 @@ const BODY_FAILED = new Error('the HTTP body failed (see the main thread)');
 let credit = OUTPUT_WINDOW;
 let wake: (() => void) | null = null;
 let sink: LineSink | null = null;
-port.on('message', (m: MainToWorker) => {
+const port = serveThread<MainToWorker, WorkerToMain>('source-http-file/src/worker.ts', (m) => {
   if (m.t === 'chunk') chunks.push(m.data);
   else if (m.t === 'recycle') sink?.recycle(m.buffer);
   else if (m.t === 'init') start(m.init);
@@ -38,6 +33,7 @@ port.on('message', (m: MainToWorker) => {
   wake = null;
   w?.();
 });
+const post = (m: WorkerToMain, transfer?: ArrayBuffer[]): void => port.post(m, transfer);
 const sleep = (): Promise<void> => new Promise((resolve) => { wake = resolve; });
 
 /** Dead input and decompressed buffers are freed by collections this thread rarely triggers itself (gc.ts). */
@@ -58,19 +54,6 @@ async function* input(): AsyncGenerator<Uint8Array> {
   }
 }
 
-function serialize(err: unknown): SerializedError {
-  if (!(err instanceof Error)) return { name: 'Error', message: String(err) };
-  const e = err as Error & { code?: unknown; line?: unknown; byteOffset?: unknown; fields?: unknown };
-  const out: SerializedError = { name: e.name, message: e.message };
-  if (e.stack !== undefined) out.stack = e.stack;
-  if (typeof e.code === 'string') out.code = e.code;
-  if (typeof e.line === 'number') out.line = e.line;
-  if (typeof e.byteOffset === 'number') out.byteOffset = e.byteOffset;
-  if (e.fields && typeof e.fields === 'object') out.fields = e.fields as Record<string, unknown>;
-  if (e.cause instanceof Error) out.cause = { name: e.cause.name, message: e.cause.message };
-  return out;
-}
-
 /** Hands each batch over (its buffer is transferred, not copied), within the main thread's credit. */
 async function run(init: WorkerInit, lines: LineSink): Promise<void> {
   const tracker: { position: number | null; csv: CsvResume | null } = { position: null, csv: null };
@@ -79,7 +62,7 @@ async function run(init: WorkerInit, lines: LineSink): Promise<void> {
     tracker,
     onCompression: (c, by) => post({ t: 'log', message: `compression: ${c} (by ${by})` }),
     onFormat: (f, member) => post({ t: 'log', message: `format: ${f.type}${member ? ` (zip member ${member})` : ''}` }),
-    onSkippedRow: (err) => post({ t: 'skipped', error: serialize(err) }),
+    onSkippedRow: (err) => post({ t: 'skipped', error: serializeError(err) }),
   }, init.resume);
   // Small batches are merged while more input is already here (fewer messages and writes).
   for await (const b of framedBatches(parsed, lines, tracker, { mergeWhile: () => chunks.length > 0, handled })) {
@@ -98,7 +81,5 @@ function start(init: WorkerInit): void {
   // Lines go into reusable buffers that are transferred to the main thread and come back once written.
   const lines = new LineSink(init.binding, init.file, init.startOffset, init.resumeFrom);
   sink = lines;
-  run(init, lines).catch((err: unknown) => post(err === BODY_FAILED || (err instanceof Error && err.cause === BODY_FAILED) ? { t: 'bodyError' } : { t: 'error', error: serialize(err) }));
+  run(init, lines).catch((err: unknown) => post(err === BODY_FAILED || (err instanceof Error && err.cause === BODY_FAILED) ? { t: 'bodyError' } : { t: 'error', error: serializeError(err) }));
 }
-
-if (workerData) start(workerData as WorkerInit);
