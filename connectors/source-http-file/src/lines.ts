@@ -8,6 +8,30 @@ import type { JsonObject, JsonValue } from '@sluice/runtime';
 import type { CsvResume } from './csv.ts';
 import { addMeta } from './record.ts';
 
+/** Writes the decimal digits of a safe integer at `o`; returns the index after them. */
+export function writeSafeInt(buf: Uint8Array, o: number, n: number): number {
+  if (n < 0) {
+    buf[o++] = 0x2d;
+    n = -n;
+  }
+  if (n < 10) {
+    buf[o++] = 0x30 + n;
+    return o;
+  }
+  const start = o;
+  while (n > 0) {
+    const q = Math.floor(n / 10);
+    buf[o++] = 0x30 + (n - q * 10);
+    n = q;
+  }
+  for (let i = start, j = o - 1; i < j; i++, j--) {
+    const t = buf[i] as number;
+    buf[i] = buf[j] as number;
+    buf[j] = t;
+  }
+  return o;
+}
+
 const encoder = new TextEncoder();
 
 export class LineSink extends CapturedLinesWriter {
@@ -49,22 +73,7 @@ export class LineSink extends CapturedLinesWriter {
     let o = this.len;
     buf.set(meta, o);
     o += meta.length;
-    // The offset's decimal digits.
-    let v = this.offset;
-    if (v === 0) buf[o++] = 0x30;
-    else {
-      const start = o;
-      while (v > 0) {
-        const q = Math.floor(v / 10);
-        buf[o++] = 0x30 + (v - q * 10);
-        v = q;
-      }
-      for (let i = start, j = o - 1; i < j; i++, j--) {
-        const t = buf[i] as number;
-        buf[i] = buf[j] as number;
-        buf[j] = t;
-      }
-    }
+    o = writeSafeInt(buf, o, this.offset);
     buf[o++] = 0x7d; // }  _meta
     buf[o++] = 0x7d; // }  the record
     this.len = o;

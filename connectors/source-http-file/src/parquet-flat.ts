@@ -21,7 +21,7 @@ import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js';
 import { readPlain } from 'hyparquet/src/plain.js';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { DecodeError } from './errors.ts';
-import type { LineSink } from './lines.ts';
+import { writeSafeInt, type LineSink } from './lines.ts';
 import type { InstantFormatter, LeafKind, ToJson } from './parquet-json.ts';
 import { jsonString } from './record.ts';
 
@@ -38,30 +38,6 @@ export interface FlatColumnPlan {
   kind: LeafKind;
   /** For kind 'timestamp': the formatter of its unit and offset. */
   instant?: InstantFormatter;
-}
-
-/** Writes the decimal digits of a safe integer at `o`; returns the index after them. */
-function writeSafeInt(buf: Uint8Array, o: number, n: number): number {
-  if (n < 0) {
-    buf[o++] = 0x2d;
-    n = -n;
-  }
-  if (n < 10) {
-    buf[o++] = 0x30 + n;
-    return o;
-  }
-  const start = o;
-  while (n > 0) {
-    const q = Math.floor(n / 10);
-    buf[o++] = 0x30 + (n - q * 10);
-    n = q;
-  }
-  for (let i = start, j = o - 1; i < j; i++, j--) {
-    const t = buf[i] as number;
-    buf[i] = buf[j] as number;
-    buf[j] = t;
-  }
-  return o;
 }
 
 const NULL = [0x6e, 0x75, 0x6c, 0x6c];
