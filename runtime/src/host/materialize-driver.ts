@@ -4,9 +4,9 @@
 //   open → opened; per transaction: acknowledge → (combine the transaction's documents by key) → load*
 //   → acknowledged → flush → loaded* → flushed → store* → startCommit → startedCommit.
 //
-// The next transaction's documents are read and combined (and its loads sent) while the connector
-// commits the previous one: `acknowledge` goes out right after `startedCommit`, and only `flush` waits
-// for `acknowledged`, as Flow's runtime pipelines.
+// The next transaction's documents are read and combined while the connector commits the previous one
+// (between `startCommit` and `startedCommit`; its loads are held until `acknowledge` has gone out, which
+// follows `startedCommit` at once), and only `flush` waits for `acknowledged`, as Flow's runtime pipelines.
 //
 // Documents arrive as JSON text and are parsed once (parseDocument: integers beyond ±2^53 exact); a
 // document that no reduction changed is stored as its own text. Keys are packed from that one parse.
@@ -193,20 +193,22 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
   });
   await o.onOpened?.({ checkpoint, authoritative: authoritative !== undefined, disableLoadOptimization });
 
-  await session.send({ acknowledge: {} });
-  while (true) {
-    const input = await o.nextTransaction(checkpoint);
-    if (input === undefined) {
-      const acked = await expect('acknowledged');
-      if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
-      await session.close();
-      return;
-    }
-
-    // Combine by key (loads are sent as keys are first seen; the connector stages them).
+  /** A transaction combined by key: its entries per binding, stats, the keys above each max, and its load lines. */
+  interface Combined {
+    input: TransactionInput;
+    combined: Map<string, Entry>[];
+    stats: TransactionStats;
+    nextMax: (Buffer | undefined)[];
+    /** Load lines not yet sent (combined before `acknowledge` went out), in order. */
+    loads: string[];
+  }
+  // Combine by key (loads are sent as keys are first seen — the connector stages them — once `acknowledge`
+  // has gone out; before that they are kept and sent after it).
+  const combine = async (input: TransactionInput, sendLoads: boolean): Promise<Combined> => {
     const combined = plans.map(() => new Map<string, Entry>());
     const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
     const nextMax: (Buffer | undefined)[] = plans.map(() => undefined);
+    const loads: string[] = [];
     for (const d of input.docs) {
       const plan = plans[d.binding];
       if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${d.binding}, but the materialization has ${plans.length}`);
@@ -241,8 +243,30 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         if (nm === undefined || Buffer.compare(keyBytes, nm) > 0) nextMax[d.binding] = keyBytes;
         if (!disableLoadOptimization) load = false;
       }
-      if (load) await session.sendLine(`{"load":{${plan.prefix}"keyPacked":"${keyPacked}"}}\n`);
+      if (!load) continue;
+      const line = `{"load":{${plan.prefix}"keyPacked":"${keyPacked}"}}\n`;
+      if (sendLoads) await session.sendLine(line);
+      else loads.push(line);
     }
+    return { input, combined, stats, nextMax, loads };
+  };
+  /** Sends the load lines a transaction combined before `acknowledge` went out. */
+  const sendHeldLoads = async (t: Combined): Promise<void> => {
+    for (const line of t.loads) await session.sendLine(line);
+    t.loads = [];
+  };
+
+  await session.send({ acknowledge: {} });
+  const first = await o.nextTransaction(checkpoint);
+  let txn = first === undefined ? undefined : await combine(first, true);
+  while (true) {
+    if (txn === undefined) {
+      const acked = await expect('acknowledged');
+      if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
+      await session.close();
+      return;
+    }
+    const { input, combined, stats, nextMax } = txn;
 
     const acked = await expect('acknowledged');
     if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
@@ -295,8 +319,30 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     }
     checkpoint = input.checkpoint;
     await session.send({ startCommit: { runtimeCheckpoint: checkpoint } });
-    const started = await expect('startedCommit');
+    // While the connector commits, the next transaction is read and combined (its loads are held until
+    // `acknowledge` has gone out, as the protocol orders them). nextTransaction may wait for documents:
+    // `startedCommit` is then handled first, so a commit is never persisted late for want of input.
+    const nextInput = o.nextTransaction(checkpoint);
+    const startedP = expect('startedCommit');
+    nextInput.catch(() => undefined);
+    startedP.catch(() => undefined);
+    let next: Combined | undefined;
+    let nextDone = false;
+    const first = await Promise.race([nextInput.then(() => 'next' as const), startedP.then(() => 'started' as const)]);
+    if (first === 'next') {
+      const got = await nextInput;
+      nextDone = true;
+      next = got === undefined ? undefined : await combine(got, false);
+    }
+    const started = await startedP;
     await o.onStartedCommit?.(checkpoint, started['state'] as ConnectorState | undefined, stats);
     await session.send({ acknowledge: {} });
+    if (nextDone) {
+      if (next !== undefined) await sendHeldLoads(next);
+    } else {
+      const got = await nextInput;
+      next = got === undefined ? undefined : await combine(got, true);
+    }
+    txn = next;
   }
 }
