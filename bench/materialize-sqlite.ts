@@ -3,7 +3,6 @@
 //   BENCH_DOCS=100000 npx node bench/materialize-sqlite.ts
 //   BENCH_CORE_ONLY=1 …   (only the in-process connector core: decoded stores → transactor → SQLite)
 //   BENCH_CPU_PROF_DIR=/tmp/prof …   (writes a V8 CPU profile of each connector process and thread there)
-//   SLUICE_SQLITE_WRITER_THREAD=0 …   (the connector on one thread, as before the writer thread)
 // The connector bin is spawned and driven like the Flow runtime drives it: acknowledge, flush, stores with
 // keyPacked/valuesPacked tuples (+ the document for standard updates), startCommit; keys ascend, so the
 // runtime's load optimization sends no loads. Baseline: the same rows as CSV imported by `sqlite3 .import`
@@ -139,12 +138,7 @@ async function runCore(delta: boolean): Promise<{ seconds: number; rows: number 
     txns.push(stores);
   }
   const started = performance.now();
-  // On this thread (the writer thread takes raw request text, which this measurement leaves out).
-  const saved = process.env.SLUICE_SQLITE_WRITER_THREAD;
-  process.env.SLUICE_SQLITE_WRITER_THREAD = '0';
   const { transactor } = await materializeSqlite.open({ config, log, signal, materialization: spec, bindings, range: {}, version: 'v1', state: {} });
-  if (saved === undefined) delete process.env.SLUICE_SQLITE_WRITER_THREAD;
-  else process.env.SLUICE_SQLITE_WRITER_THREAD = saved;
   for (const [t, stores] of txns.entries()) {
     await transactor.acknowledge();
     await transactor.store((async function* () { yield* stores; })());

@@ -7,7 +7,5 @@ import { runOnSupportedNode } from '@sluice/runtime/launch';
 await runOnSupportedNode(import.meta.url);
 const { runMaterializeMain } = await import('@sluice/runtime');
 const { materializeSqlite } = await import('../src/connector.ts');
-const { prestartWriterThread } = await import('../src/writer-thread.ts');
 
-prestartWriterThread();
 await runMaterializeMain(materializeSqlite);

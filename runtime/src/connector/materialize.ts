@@ -10,7 +10,7 @@ import type {
 } from '../protocol/materialize.ts';
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
 import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec } from '../protocol/specs.ts';
-import { type TupleValue, unpackTuple, unpackTupleBase64 } from '../protocol/tuple.ts';
+import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import {
@@ -102,101 +102,10 @@ export function decodeLoad(request: Envelope, bindingCount: number): DecodedLoad
   return { binding, key: decodeTuple(body.keyPacked, body.key, what, true), keyPacked: body.keyPacked ?? '' };
 }
 
-export interface PackedStoreFields {
-  binding: number;
-  keyPacked: string;
-  /** '' when the store has no values. */
-  valuesPacked: string;
-  /** Instead of valuesPacked's text: its bytes, already base64-decoded (valuesPacked is then derived on access). */
-  valuesBytes?: Uint8Array;
-  exists: boolean;
-  delete: boolean;
-  /** The request line (for error messages). */
-  line: number;
-  /** The parsed document; when absent, `doc` parses `docJson` on first access (text already validated). */
-  doc?: JsonObject;
-  docJson?: string;
-}
-
-/**
- * A store whose tuples are decoded on first access of `key` / `values` (Transactor.deferTupleDecoding), with
- * exactly the errors decodeStore gives. Also built on another thread from the raw fields it was sent.
- */
-export class PackedStore implements DecodedStore {
-  readonly binding: number;
-  readonly keyPacked: string;
-  readonly exists: boolean;
-  readonly delete: boolean;
-  readonly line: number;
-  docJson?: string;
-  #valuesPacked: string;
-  #valuesBytes: Uint8Array | undefined;
-  #doc: JsonObject | undefined;
-  #key: TupleValue[] | undefined;
-  #values: TupleValue[] | undefined;
-
-  constructor(f: PackedStoreFields) {
-    this.binding = f.binding;
-    this.keyPacked = f.keyPacked;
-    this.#valuesPacked = f.valuesPacked;
-    this.#valuesBytes = f.valuesBytes;
-    this.exists = f.exists;
-    this.delete = f.delete;
-    this.line = f.line;
-    this.#doc = f.doc;
-    if (f.docJson !== undefined) this.docJson = f.docJson;
-  }
-
-  get key(): TupleValue[] {
-    return (this.#key ??= decodeTuple(this.keyPacked, undefined, `"store" request (line ${this.line})`, true));
-  }
-
-  get valuesPacked(): string {
-    if (this.#valuesBytes !== undefined) return Buffer.from(this.#valuesBytes.buffer, this.#valuesBytes.byteOffset, this.#valuesBytes.byteLength).toString('base64');
-    return this.#valuesPacked;
-  }
-
-  /** The values tuple's bytes when it was handed over decoded from base64 (writer threads), else undefined. */
-  get valuesBytes(): Uint8Array | undefined {
-    return this.#valuesBytes;
-  }
-
-  get values(): TupleValue[] {
-    if (this.#values !== undefined) return this.#values;
-    const what = `"store" request (line ${this.line})`;
-    if (this.#valuesBytes === undefined) return (this.#values = decodeTuple(this.#valuesPacked, undefined, what, false));
-    try {
-      return (this.#values = this.#valuesBytes.length === 0 ? [] : unpackTuple(this.#valuesBytes));
-    } catch (err) {
-      throw new ProtocolError(`${what}: ${(err as Error).message}`, { cause: err });
-    }
-  }
-
-  get doc(): JsonObject | undefined {
-    if (this.#doc === undefined && this.docJson !== undefined) this.#doc = JSON.parse(this.docJson) as JsonObject;
-    return this.#doc;
-  }
-}
-
-export function decodeStore(request: Envelope, bindingCount: number, deferTuples = false): DecodedStore {
+export function decodeStore(request: Envelope, bindingCount: number): DecodedStore {
   const body = request.body as StoreRequest;
   const what = `"store" request (line ${request.line})`;
   const binding = checkBindingIndex(body.binding, bindingCount, what);
-  // Deferred only for the packed form (the JSON key/values fallback is decoded now).
-  if (deferTuples && typeof body.keyPacked === 'string' && body.keyPacked !== ''
-    && (typeof body.valuesPacked === 'string' || (body.valuesPacked === undefined && body.values === undefined))) {
-    let doc: JsonObject | undefined;
-    let docJson: string | undefined;
-    if (body.doc !== undefined) {
-      if (!isPlainObject(body.doc)) throw new ProtocolError(`${what}: doc must be a JSON object`);
-      doc = body.doc;
-      docJson = request.raw?.member === 'doc' ? request.raw.text : request.text !== undefined ? rawBodyMemberText(request.text, 'store', 'doc') : undefined;
-    }
-    return new PackedStore({
-      binding, keyPacked: body.keyPacked, valuesPacked: body.valuesPacked ?? '', exists: body.exists === true, delete: body.delete === true,
-      line: request.line, ...(doc === undefined ? {} : { doc }), ...(docJson === undefined ? {} : { docJson }),
-    });
-  }
   const out: DecodedStore = {
     binding,
     key: decodeTuple(body.keyPacked, body.key, what, true),
@@ -333,7 +242,6 @@ async function runSession<Config, Resource>(
     range: req.range ?? {}, version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {},
   });
   const failure = new Tripwire();
-  const deferTuples = transactor.deferTupleDecoding === true;
   let loads: AsyncQueue<DecodedLoad> | null = null;
   let stores: AsyncQueue<DecodedStore> | null = null;
   try {
@@ -401,7 +309,7 @@ async function runSession<Config, Resource>(
         phase = 'storing';
       } else if (phase === 'storing' && v === 'store') {
         if (stores === null) startStores();
-        const pushed = stores!.push(decodeStore(request, count, deferTuples));
+        const pushed = stores!.push(decodeStore(request, count));
         if (stores!.isFull) await failure.must(pushed);
       } else if (phase === 'storing' && v === 'startCommit') {
         if (stores === null) startStores();

@@ -171,13 +171,6 @@ export interface DecodedStore {
  * store(stores) once → startCommit(checkpoint). A transactor never sees protocol ordering errors.
  */
 export interface Transactor {
-  /**
-   * When true, stores sent with keyPacked/valuesPacked keep them raw (`keyPacked`, `valuesPacked`) and decode
-   * `key` / `values` on first access — a malformed tuple then throws the same ProtocolError there, from the
-   * store loop, so the transaction fails before its commit. For a transactor that hands the raw tuples to
-   * another thread (materialize-sqlite's writer thread) instead of decoding them on the reading one.
-   */
-  readonly deferTupleDecoding?: boolean;
   /** Read every load of this transaction; call `loaded` for each key that exists (at most once each). */
   load(loads: AsyncIterable<DecodedLoad>, loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void>;
   /** Stage every store of this transaction (stream them: bulk load, backpressure). */
