@@ -83,7 +83,9 @@ async function runWithKill(path: string, killAt: number): Promise<{ steps: numbe
   }
 }
 
-test('crash at every protocol step: the final tables equal the expected reduction exactly', async () => {
+// Two real connector processes per kill point, 20+ kill points: under a loaded machine (the suite beside two busy
+// loops) this took over the suite's 240 s per-test safety net. The deadline here only catches a hang.
+test('crash at every protocol step: the final tables equal the expected reduction exactly', { timeout: 15 * 60_000 }, async () => {
   const template = join(dir, 'crash-template.db');
   await unary({ apply: { materialization: spec(template) as unknown as JsonObject, version: 'v1' } });
   assert.equal(existsSync(`${template}-wal`), false, 'the applied database was checkpointed on close');
