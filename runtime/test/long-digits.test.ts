@@ -1,0 +1,29 @@
+// hasLongDigits (parseDocument's fast-path test) says exactly what /\d{16}/ says — a run of 16 or more
+// digits anywhere — on random texts of digits and other characters, and documents keep integers beyond 2^53.
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { hasLongDigits, parseDocument, stringifyDocument } from '../src/protocol/documents.ts';
+
+test('hasLongDigits matches a run of 16+ digits anywhere, as /\\d{16}/ does', () => {
+  let seed = 7;
+  const rand = (n: number) => { seed = (seed * 1103515245 + 12345) % 2147483648; return seed % n; };
+  let longs = 0;
+  for (let i = 0; i < 5000; i++) {
+    let text = '';
+    const parts = 1 + rand(6);
+    for (let p = 0; p < parts; p++) text += rand(3) === 0 ? ['"', 'a', '-', ':', ' ', '.', 'é'][rand(7)]!.repeat(1 + rand(3)) : '9876543210'.repeat(3).slice(rand(10), rand(10) + 1 + rand(20));
+    const expected = /\d{16}/.test(text);
+    if (expected) longs++;
+    assert.equal(hasLongDigits(text), expected, JSON.stringify(text));
+  }
+  assert.ok(longs > 100 && longs < 4900, `both outcomes were tried (${longs} long)`);
+  assert.equal(hasLongDigits('1234567890123456'), true);
+  assert.equal(hasLongDigits('123456789012345'), false);
+  assert.equal(hasLongDigits('x123456789012345-1234567890123456'), true);
+});
+
+test('a document keeps an integer beyond 2^53 whether it starts the text or follows a non-digit', () => {
+  for (const text of ['{"n":9007199254740993}', '{"n":[1,9007199254740993]}', '{"n":-9007199254740993}']) {
+    assert.equal(stringifyDocument(parseDocument(text)), text);
+  }
+});
