@@ -84,8 +84,9 @@ export class StagedJournal {
     return n;
   }
 
-  add(json: string): void {
-    const n = Buffer.byteLength(json, 'utf8') + 1;
+  /** `bytes`: json's UTF-8 length when already counted (PreparedDoc.bytes). */
+  add(json: string, bytes = Buffer.byteLength(json, 'utf8')): void {
+    const n = bytes + 1;
     if (this.#len > 0 && this.#len + n > PIECE_LINE_BYTES) this.seal();
     const free = this.#buf === undefined ? 0 : this.#buf.length - this.#len;
     if (free < n) {
@@ -129,7 +130,7 @@ class Stager {
       staged = new StagedJournal(doc.journal, collection, doc.labels);
       this.#byJournal.set(doc.journal, staged);
     }
-    staged.add(doc.json);
+    staged.add(doc.json, doc.bytes);
     this.#memory += doc.json.length + 1; // an estimate (UTF-16 units); spill() measures
   }
 

@@ -62,8 +62,11 @@ export interface CommitResult {
 
 /** Writes staged inside one commit. */
 export interface JournalTx {
-  /** Appends one document (its JSON text, no trailing newline); returns the journal's new head. */
-  append(journal: string, collection: string, labels: PartitionLabels, json: string): number;
+  /**
+   * Appends one document (its JSON text, no trailing newline); returns the journal's new head. `bytes` is the
+   * text's UTF-8 length when the caller already counted it (PreparedDoc.bytes), else it is counted here.
+   */
+  append(journal: string, collection: string, labels: PartitionLabels, json: string, bytes?: number): number;
   /**
    * Appends whole lines already encoded (UTF-8, each ending with "\n"), as staged by the ingester so
    * a large request's encoding is done before — not inside — the synchronous commit; returns the new head.
@@ -254,9 +257,9 @@ export class JournalStore {
     };
     const result = this.#write(() => {
       const tx: JournalTx = {
-        append: (journal, collection, labels, json) => {
+        append: (journal, collection, labels, json, bytes) => {
           const row = rowOf(journal, collection, labels);
-          const n = Buffer.byteLength(json, 'utf8') + 1;
+          const n = (bytes ?? Buffer.byteLength(json, 'utf8')) + 1;
           if (row.chunks.length > 0 || (row.bytes > 0 && row.bytes + n > FRAGMENT_BYTES)) flush(row);
           row.lines.push(json);
           row.bytes += n;

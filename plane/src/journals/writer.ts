@@ -25,6 +25,8 @@ export interface PreparedDoc {
   journal: string;
   labels: PartitionLabels;
   json: string;
+  /** json's UTF-8 length (no newline), counted once for the commit's progress and the journal write. */
+  bytes: number;
 }
 
 export class CollectionWriter {
@@ -97,7 +99,7 @@ export class CollectionWriter {
       setPointer(stamped, this.#uuidPtr, JSON.parse(uuid) as string);
       json = stringifyDocument(stamped);
     }
-    return { journal: journalName(this.collection.name, labels), labels, json };
+    return { journal: journalName(this.collection.name, labels), labels, json, bytes: Buffer.byteLength(json, 'utf8') };
   }
 
   /** The journal a document belongs to (throws DocumentError for a non-scalar partition value). */
@@ -118,7 +120,7 @@ export class CollectionWriter {
   }
 
   append(tx: JournalTx, prepared: PreparedDoc): number {
-    return tx.append(prepared.journal, this.collection.name, prepared.labels, prepared.json);
+    return tx.append(prepared.journal, this.collection.name, prepared.labels, prepared.json, prepared.bytes);
   }
 }
 

@@ -71,7 +71,7 @@ export async function runCaptureSession(opts: CaptureSessionOptions): Promise<vo
             `capture "${name}": document at offset ${offset} of journal "${journal}" (collection "${writer.collection.name}", binding ${index}) failed validation: ${err.message}`);
         }
         pending.push({ binding: index, doc: prepared });
-        const n = Buffer.byteLength(prepared.json) + 1;
+        const n = prepared.bytes + 1;
         pendingBytes.set(prepared.journal, (pendingBytes.get(prepared.journal) ?? 0) + n);
         bindingBytes[index]! += n;
       },
