@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import type { Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
-import { MessageWriter } from '../runtime/src/protocol/framing.ts';
+import { MessageWriter } from '../runtime/src/protocol/message-writer.ts';
 import { encodeCaptureOutput, serveCapture } from '../runtime/src/connector/capture.ts';
 import { serveMaterialize } from '../runtime/src/connector/materialize.ts';
 import type { CaptureConnector, MaterializeConnector } from '../runtime/src/connector/types.ts';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { serveCapture } from '../src/connector/capture.ts';
 import type { CaptureConnector, CapturedLines } from '../src/connector/types.ts';
 import { CapturedLinesWriter } from '../src/protocol/captured-lines.ts';
-import { MessageWriter } from '../src/protocol/framing.ts';
+import { MessageWriter } from '../src/protocol/message-writer.ts';
 import type { JsonObject } from '../src/protocol/specs.ts';
 import { Collector, LogCollector, linesOf } from './helpers.ts';
 /** Documents whose serialisation has every case JSON.stringify treats specially. */

@@ -2,7 +2,8 @@
 // line, rawBodyMemberText for the raw member) gives, or decline (undefined) — never a different answer.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { parseEnvelope, parseEnvelopeGeneral, rawBodyMemberText, scanEnvelope } from '../src/protocol/framing.ts';
+import { parseEnvelope, parseEnvelopeGeneral, rawBodyMemberText } from '../src/protocol/envelope.ts';
+import { scanEnvelope } from '../src/protocol/envelope-scan.ts';
 import { ProtocolError } from '../src/errors.ts';
 
 const VARIANTS = ['acknowledge', 'load', 'flush', 'store', 'startCommit'];

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { PassThrough, Writable } from 'node:stream';
 import { describe, it } from 'node:test';
-import { MessageWriter, parseEnvelope, rawBodyMemberText, readEnvelopes, readLines } from '../src/protocol/framing.ts';
+import { parseEnvelope, rawBodyMemberText, readEnvelopes } from '../src/protocol/envelope.ts';
+import { readLines } from '../src/protocol/line-reader.ts';
+import { MessageWriter } from '../src/protocol/message-writer.ts';
 import { Collector } from './helpers.ts';
 
 async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {

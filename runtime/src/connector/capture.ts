@@ -2,7 +2,7 @@
 // Dispatch, ordering in both directions, config validation and response encoding live here; the
 // connector only implements the CaptureConnector methods.
 import { ConfigError, ProtocolError } from '../errors.ts';
-import type { Envelope } from '../protocol/framing.ts';
+import type { Envelope } from '../protocol/envelope.ts';
 import type {
   CaptureApplyRequest, CaptureOpenRequest, CaptureValidateRequest, CapturedResponse, DiscoveredBinding, SpecResponse,
 } from '../protocol/capture.ts';

@@ -2,7 +2,7 @@
 // Per transaction: acknowledge → acknowledged, load…, flush → loaded… flushed, store…,
 // startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
 import { ProtocolError } from '../errors.ts';
-import { type Envelope, rawBodyMemberText } from '../protocol/framing.ts';
+import { type Envelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import type { SpecResponse } from '../protocol/capture.ts';
 import type {
   LoadRequest, MaterializeApplyRequest, MaterializeOpenRequest, MaterializeOpenedResponse, MaterializeValidateRequest,

@@ -2,9 +2,9 @@
 // go, the logger, cancellation, and the wording of ordering errors.
 import type { Writable } from 'node:stream';
 import { ProtocolError } from '../errors.ts';
-import {
-  type ByteSource, type Envelope, type Line, LineSplitter, MessageWriter, chunkIterator, parseEnvelope, quoteList,
-} from '../protocol/framing.ts';
+import { type ByteSource, type Line, LineSplitter, chunkIterator } from '../protocol/line-reader.ts';
+import { type Envelope, parseEnvelope, quoteList } from '../protocol/envelope.ts';
+import { MessageWriter } from '../protocol/message-writer.ts';
 import { JsonLogger, type LogSink } from '../log.ts';
 import type { Logger } from './types.ts';
 

@@ -3,12 +3,13 @@
 // stderr logs, and surface a failed exit as ConnectorExitError carrying the last stderr line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { ConnectorExitError, ProtocolError } from '../errors.ts';
-import { type Envelope, MessageWriter, rawBodyMemberText, readEnvelopes } from '../protocol/framing.ts';
+import { type Envelope, rawBodyMemberText, readEnvelopes } from '../protocol/envelope.ts';
+import { MessageWriter } from '../protocol/message-writer.ts';
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
 import { exitSignal, oomKillCount, signalExitMessage } from './exit-cause.ts';
-import { readLines } from '../protocol/framing.ts';
+import { readLines } from '../protocol/line-reader.ts';
 
 export const CAPTURE_RESPONSES = ['spec', 'discovered', 'validated', 'applied', 'opened', 'captured', 'sourcedSchema', 'checkpoint'] as const;
 export const MATERIALIZE_RESPONSES = ['spec', 'validated', 'applied', 'opened', 'acknowledged', 'loaded', 'flushed', 'startedCommit'] as const;
