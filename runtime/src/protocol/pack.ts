@@ -6,7 +6,7 @@ import type { CollectionSpec, FieldSelection, JsonValue, Projection } from './sp
 import { packTuple, type TupleValue } from './tuple.ts';
 import { stringifyDocument } from './documents.ts';
 import { pointerResolver } from './json-pointer.ts';
-import { uuidTime } from './uuid.ts';
+import { uuidMillis } from './uuid.ts';
 
 export interface Packer {
   /** The packed key (FoundationDB tuple bytes): compared as bytes for the load optimization. */
@@ -32,10 +32,19 @@ function extractor(p: Projection): (doc: JsonValue) => TupleValue {
   const ptr = p.ptr ?? '';
   const at = pointerResolver(ptr);
   if (p.field === 'flow_published_at' || (ptr === '/_meta/uuid' && p.inference?.string?.format === 'date-time')) {
+    // Documents of one capture commit share their publication millisecond in runs: the last one's text is kept.
+    let lastMs = NaN;
+    let lastIso = '';
     return (doc) => {
       const uuid = at(doc);
       if (typeof uuid !== 'string') return null;
-      return uuidTime(uuid)?.toISOString() ?? null;
+      const ms = uuidMillis(uuid);
+      if (ms === undefined) return null;
+      if (ms !== lastMs) {
+        lastIso = new Date(ms).toISOString();
+        lastMs = ms;
+      }
+      return lastIso;
     };
   }
   return (doc) => tupleValueOf(at(doc));

@@ -35,17 +35,45 @@ export class UuidProducer {
   }
 }
 
+const V1_UUID = /^([0-9a-f]{8})-([0-9a-f]{4})-1([0-9a-f]{3})-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 /** The clock of a version-1 UUID: 100 ns ticks since 1582-10-15; undefined if it is not one. */
 export function uuidTicks(uuid: string): bigint | undefined {
-  const m = /^([0-9a-f]{8})-([0-9a-f]{4})-1([0-9a-f]{3})-[0-9a-f]{4}-[0-9a-f]{12}$/i.exec(uuid);
+  const m = V1_UUID.exec(uuid);
   if (!m) return undefined;
   return (BigInt(`0x${m[3]}`) << 48n) | (BigInt(`0x${m[2]}`) << 32n) | BigInt(`0x${m[1]}`);
 }
 
+/** GREGORIAN_OFFSET as high and low 32-bit halves. */
+const OFFSET_HI = Math.floor(Number(GREGORIAN_OFFSET) / 2 ** 32);
+const OFFSET_LO = Number(GREGORIAN_OFFSET - BigInt(OFFSET_HI) * 2n ** 32n);
+
+/**
+ * The publication time of a version-1 UUID in milliseconds since 1970 (truncated toward zero, as
+ * `(ticks - offset) / 10000n` is), or undefined if it is not one. Exact without BigInt (it runs for every
+ * materialized document with `flow_published_at`; BigInt parsing and division cost ~13× this): the 60-bit
+ * clock minus the offset is hi·2^32 + lo (0 ≤ lo < 2^32), and 2^32 = 429496·10000 + 7296, so the quotient is
+ * hi·429496 + (hi·7296 + lo) / 10000 with every term exact in a double.
+ */
+export function uuidMillis(uuid: string): number | undefined {
+  const m = V1_UUID.exec(uuid);
+  if (!m) return undefined;
+  let hi = parseInt(m[3]! + m[2]!, 16) - OFFSET_HI;
+  let lo = parseInt(m[1]!, 16) - OFFSET_LO;
+  if (lo < 0) {
+    lo += 2 ** 32;
+    hi--;
+  }
+  const rest = hi * 7296 + lo;
+  const q = Math.floor(rest / 10000);
+  // Floor division so far; BigInt division truncates, which differs for a negative, inexact quotient.
+  return hi * 429496 + q + (hi < 0 && rest - q * 10000 !== 0 ? 1 : 0);
+}
+
 /** The publication time of a version-1 UUID, or undefined if it is not one. */
 export function uuidTime(uuid: string): Date | undefined {
-  const ticks = uuidTicks(uuid);
-  return ticks === undefined ? undefined : new Date(Number((ticks - GREGORIAN_OFFSET) / 10000n));
+  const ms = uuidMillis(uuid);
+  return ms === undefined ? undefined : new Date(ms);
 }
 
 /**
