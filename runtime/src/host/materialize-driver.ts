@@ -4,9 +4,10 @@
 //   open → opened; per transaction: acknowledge → (combine the transaction's documents by key) → load*
 //   → acknowledged → flush → loaded* → flushed → store* → startCommit → startedCommit.
 //
-// The next transaction's documents are read and combined while the connector commits the previous one
-// (between `startCommit` and `startedCommit`; its loads are held until `acknowledge` has gone out, which
-// follows `startedCommit` at once), and only `flush` waits for `acknowledged`, as Flow's runtime pipelines.
+// The next transaction's documents are read and combined while the connector stores and commits the
+// previous one (stores and `startCommit` are written by a task of their own at the pipe's pace; the loads
+// of the next are held until `acknowledge` has gone out, which follows `startedCommit` at once), and only
+// `flush` waits for `acknowledged`, as Flow's runtime pipelines.
 //
 // Documents arrive as JSON text and are parsed once (parseDocument: integers beyond ±2^53 exact); a
 // document that no reduction changed is stored as its own text. Keys are packed from that one parse.
@@ -209,7 +210,11 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
     const nextMax: (Buffer | undefined)[] = plans.map(() => undefined);
     const loads: string[] = [];
+    let n = 0;
     for (const d of input.docs) {
+      // Let the event loop run now and then: the previous transaction's stores may still be on their way
+      // to the connector (they are written without waiting for the pipe, see below).
+      if ((++n & 127) === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const plan = plans[d.binding];
       if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${d.binding}, but the materialization has ${plans.length}`);
       const value = parseDocument(d.text);
@@ -306,19 +311,26 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     }
     await o.onFlushed?.(flushedState, moved ? maxKeys : undefined);
 
-    for (const plan of plans) {
-      const s = stats.perBinding[plan.index]!;
-      for (const e of combined[plan.index]!.values()) {
-        let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${e.valuesPacked ?? plan.packer.values(e.value!)}"`;
-        if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value!)}`;
-        if (e.loaded) line += ',"exists":true';
-        if (e.deletion ?? isDeletion(e.value!)) line += ',"delete":true';
-        await session.sendLine(`${line}}}\n`);
-        s.stored++;
-      }
-    }
+    // Stores and startCommit are written by a task of their own, at the pace the pipe takes them, while the
+    // next transaction is combined below (it yields every 128 documents): on two cores the connector's stores
+    // and the plane's combine overlap instead of alternating, and what waits for the pipe stays bounded.
     checkpoint = input.checkpoint;
-    await session.send({ startCommit: { runtimeCheckpoint: checkpoint } });
+    const commitAt = checkpoint;
+    const startSent = (async () => {
+      for (const plan of plans) {
+        const s = stats.perBinding[plan.index]!;
+        for (const e of combined[plan.index]!.values()) {
+          let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${e.valuesPacked ?? plan.packer.values(e.value!)}"`;
+          if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value!)}`;
+          if (e.loaded) line += ',"exists":true';
+          if (e.deletion ?? isDeletion(e.value!)) line += ',"delete":true';
+          await session.sendLine(`${line}}}\n`);
+          s.stored++;
+        }
+      }
+      await session.send({ startCommit: { runtimeCheckpoint: commitAt } });
+    })();
+    startSent.catch(() => undefined);
     // While the connector commits, the next transaction is read and combined (its loads are held until
     // `acknowledge` has gone out, as the protocol orders them). nextTransaction may wait for documents:
     // `startedCommit` is then handled first, so a commit is never persisted late for want of input.
@@ -334,6 +346,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       nextDone = true;
       next = got === undefined ? undefined : await combine(got, false);
     }
+    await startSent;
     const started = await startedP;
     await o.onStartedCommit?.(checkpoint, started['state'] as ConnectorState | undefined, stats);
     await session.send({ acknowledge: {} });
