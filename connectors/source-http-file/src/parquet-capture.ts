@@ -4,13 +4,15 @@
 import type { CaptureOutput, JsonObject, Logger } from '@sluice/runtime';
 import { ConfigError, DecodeError } from './errors.ts';
 import type { FileInfo, HttpClient } from './http.ts';
-import { BATCH_BYTES, LineSink } from './lines.ts';
-import { locateRow, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
-import type { ByteSource } from './parquet.ts';
+import { LineSink } from './lines.ts';
+import { BatchCutter, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
+import type { ByteSource, ParquetLines } from './parquet.ts';
+import { decodeInThread, prestartDecoderThread, releaseDecoderThread, useDecoderThread } from './parquet-thread.ts';
 import { parquetDocumentSchema } from './parquet-schema.ts';
 import { DatetimeNormalizer } from './datetime.ts';
 import type { EndpointConfig } from './schema.ts';
 import { parquetSchema } from 'hyparquet';
+import type { FileMetaData } from 'hyparquet';
 
 /** Where a capture of a Parquet file resumes: the row group and the row within it (a mid-file state extra). */
 export interface ParquetPosition { rowGroup: number; row: number }
@@ -100,6 +102,7 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
   } catch (err) {
     throw new ConfigError(`parser.defaultOffset: ${(err as Error).message}`, { cause: err });
   }
+  prestartDecoderThread(o.head.contentLength);
   const source = await openParquetSource(o);
   try {
     const metadata = await readFooter(source, o.shown);
@@ -113,22 +116,20 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       o.log.info(`resuming the Parquet file at row group ${at.rowGroup}, row ${at.row} (document ${o.resumeFrom}), without reading the row groups before it`);
     }
     o.log.debug(`parquet: ${total} rows in ${metadata.row_groups.length} row groups`);
-    const sink = new LineSink(o.binding, o.file, o.resumeFrom, o.resumeFrom);
-    let since = 0;
-    for await (const batch of readParquetRows(source, metadata, {
-      datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom, sink,
-      onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
-    })) {
-      // Lines go out in batches of BATCH_BYTES, or at a checkpoint.
-      if (sink.len < BATCH_BYTES && since + sink.documents < o.every) continue;
-      const taken = sink.take();
-      if (taken === null) continue;
-      since += taken.documents;
-      const out: CaptureOutput[] = [{ capturedLines: { documents: taken.documents, lines: taken.lines, written: (err?: Error | null) => { if (!err) sink.recycle(taken.lines.buffer as ArrayBuffer); } } }];
-      if (since >= o.every) {
-        since = 0;
-        out.push(o.progress(sink.offset, { rowGroup: batch.rowGroup, row: batch.row }));
-      }
+    // A flat file of some size is decoded on a second thread (parquet-thread.ts), else here.
+    const threaded = isFlatSchema(metadata) && useDecoderThread(metadata, o.resumeFrom);
+    let offset = o.resumeFrom;
+    const batches = threaded
+      ? decodeInThread({
+        init: { metadata, file: o.file, shown: o.shown, binding: o.binding, startRow: o.resumeFrom, every: o.every, defaultOffset, batchRows: PARQUET_BATCH_ROWS },
+        source, log: (m) => o.log.debug(m),
+      })
+      : mainThreadBatches(source, metadata, o, datetimes, defaultOffset);
+    o.log.debug(`parquet: decoding on ${threaded ? 'the decoder thread' : 'the main thread'}`);
+    for await (const b of batches) {
+      offset = b.offset;
+      const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines, written: b.written } }];
+      if (b.checkpoint) out.push(o.progress(b.offset, b.at));
       yield out;
       // A turn of the event loop: the decoding runs in promise continuations (the row group's bytes are
       // already here), which starve process.nextTick — where a stream calls back `written` — so no line
@@ -136,13 +137,29 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       // (656 allocated for 500k rows, a large part of the peak RSS).
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    const rest = sink.take();
-    if (rest) yield [{ capturedLines: rest }];
-    o.log.debug(`parquet: ${sink.allocated} line buffers allocated`);
-    return sink.offset;
+    return offset;
   } finally {
+    releaseDecoderThread();
     await source.close();
   }
+}
+
+/** The rows decoded on this thread (readParquetRows), cut into batches as the decoder thread cuts them. */
+async function* mainThreadBatches(source: ByteSource, metadata: FileMetaData, o: ParquetCaptureOptions, datetimes: DatetimeNormalizer, defaultOffset: string): AsyncGenerator<ParquetLines> {
+  const sink = new LineSink(o.binding, o.file, o.resumeFrom, o.resumeFrom);
+  const cutter = new BatchCutter(sink, o.every, (buffer) => sink.recycle(buffer));
+  let at: ParquetPosition = locateRow(metadata, o.resumeFrom);
+  for await (const batch of readParquetRows(source, metadata, {
+    datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom, sink, batchRows: PARQUET_BATCH_ROWS,
+    onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
+  })) {
+    at = { rowGroup: batch.rowGroup, row: batch.row };
+    const out = cutter.cut(at);
+    if (out) yield out;
+  }
+  const rest = cutter.rest(at);
+  if (rest) yield rest;
+  o.log.debug(`parquet: ${sink.allocated} line buffers allocated`);
 }
 
 /** Discover's schema for a Parquet file: from its footer. */

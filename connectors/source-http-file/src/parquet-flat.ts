@@ -12,7 +12,9 @@
 //     the bytes, ASCII copied as is, anything else decoded and escaped as jsonString does).
 //   - Any other page (other encodings or types) goes through hyparquet's page reader and the column's
 //     converter, as before: slower, same text.
-// Memory: one decompressed page per column (DuckDB writes one page per column chunk: a row group's column).
+// Memory: one decompressed page per column (DuckDB writes one page per column chunk: a row group's column),
+// in a buffer the column keeps from row group to row group (parquet-decompress.ts); dictionary pages get
+// their own (hyparquet's converted dictionary may hold views of it).
 import type { ColumnDecoder, DecodedArray, PageHeader } from 'hyparquet/src/types.js';
 import { parquetHeader } from 'hyparquet/src/column.js';
 import { convert, convertWithDictionary } from 'hyparquet/src/convert.js';
@@ -20,6 +22,7 @@ import { decompressPage, readDataPage, readDataPageV2 } from 'hyparquet/src/data
 import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js';
 import { readPlain } from 'hyparquet/src/plain.js';
 import type { DatetimeNormalizer } from './datetime.ts';
+import type { PageBuffer, PageDecompressor } from './parquet-decompress.ts';
 import { DecodeError } from './errors.ts';
 import { writeSafeInt, type LineSink } from './lines.ts';
 import type { InstantFormatter, LeafKind, ToJson } from './parquet-json.ts';
@@ -76,8 +79,14 @@ export class FlatColumn {
   #indices: Int32Array = new Int32Array(0);
   #generic: ArrayLike<unknown> = [];
 
-  constructor(bytes: Uint8Array, decoder: ColumnDecoder, plan: FlatColumnPlan, dt: DatetimeNormalizer) {
+  readonly #pages: PageDecompressor;
+  readonly #pageBuffer: PageBuffer;
+
+  /** `pageBuffer`: where this column's data pages are decompressed (the same column's buffer from row group to row group). */
+  constructor(bytes: Uint8Array, decoder: ColumnDecoder, plan: FlatColumnPlan, dt: DatetimeNormalizer, pages: PageDecompressor, pageBuffer: PageBuffer) {
     this.#reader = { view: new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength), offset: 0 };
+    this.#pages = pages;
+    this.#pageBuffer = pageBuffer;
     this.#decoder = decoder;
     this.#plan = plan;
     this.#optional = decoder.element.repetition_type !== 'REQUIRED';
@@ -98,7 +107,7 @@ export class FlatColumn {
       }
       if (header.type === 'DATA_PAGE' && header.data_page_header) {
         const daph = header.data_page_header;
-        const page = decompressPage(compressed, Number(header.uncompressed_page_size), d.codec, d.compressors);
+        const page = this.#pages.decompress(compressed, Number(header.uncompressed_page_size), d.codec, this.#pageBuffer);
         const view = new DataView(page.buffer, page.byteOffset, page.byteLength);
         const reader = { view, offset: 0 };
         const rows = daph.num_values;
@@ -131,7 +140,7 @@ export class FlatColumn {
         }
         const valueBytes = header.uncompressed_page_size - levelBytes;
         let page = compressed.subarray(levelBytes);
-        if (daph2.is_compressed !== false && valueBytes) page = decompressPage(page, valueBytes, d.codec, d.compressors);
+        if (daph2.is_compressed !== false && valueBytes) page = this.#pages.decompress(page, valueBytes, d.codec, this.#pageBuffer);
         if (this.#fast(daph2.encoding, page, 0, rows - daph2.num_nulls)) {
           this.#setRows(rows, defs);
           return true;

@@ -20,9 +20,12 @@ import { getTreePath } from 'hyparquet/src/schema.js';
 import type { DatetimeNormalizer } from './datetime.ts';
 import { DecodeError, HttpFileError } from './errors.ts';
 import type { HttpClient } from './http.ts';
+import { BATCH_BYTES } from './lines.ts';
 import type { LineSink } from './lines.ts';
 import { FlatColumn } from './parquet-flat.ts';
 import type { FlatColumnPlan } from './parquet-flat.ts';
+import { PageDecompressor } from './parquet-decompress.ts';
+import type { PageBuffer } from './parquet-decompress.ts';
 import { planColumns, textParsers } from './parquet-json.ts';
 import type { JsonPlanOptions } from './parquet-json.ts';
 
@@ -120,7 +123,7 @@ export async function readFooter(source: ByteSource, file: string): Promise<File
 }
 
 /** Node's own decompressors (native, and zlib's sync calls avoid a copy); LZ4 from hyparquet-compressors. Snappy is hyparquet's. */
-async function compressorsFor(metadata: FileMetaData): Promise<Compressors> {
+export async function compressorsFor(metadata: FileMetaData): Promise<Compressors> {
   // One output chunk the page's size (plus room to see the end): zlib's default 16 KB chunks were then
   // concatenated, ~10% of the time on a zstd file. A size beyond 256 MB (a damaged header) keeps the default.
   const out = (size: number): { chunkSize?: number } => (size > 0 && size < 256 * 1024 * 1024 ? { chunkSize: size + 64 } : {});
@@ -141,7 +144,7 @@ async function compressorsFor(metadata: FileMetaData): Promise<Compressors> {
 }
 
 /** Bytes [start, end) of a row group's column chunks. */
-function rowGroupSpan(rg: RowGroup): { start: number; end: number } {
+export function rowGroupSpan(rg: RowGroup): { start: number; end: number } {
   let start = Infinity;
   let end = 0;
   for (const col of rg.columns as ColumnChunk[]) {
@@ -156,6 +159,9 @@ function rowGroupSpan(rg: RowGroup): { start: number; end: number } {
   return start === Infinity ? { start: 0, end: 0 } : { start, end };
 }
 
+/** Rows decoded between two looks at the batch (small: a batch's garbage dies young). */
+export const PARQUET_BATCH_ROWS = 256;
+
 /** A row group's uncompressed bytes may take at most this share of the heap limit (decoded values take more). */
 export function maxRowGroupBytes(): number {
   const env = process.env['SLUICE_HTTP_FILE_PARQUET_MAX_ROW_GROUP_MB'];
@@ -163,10 +169,99 @@ export function maxRowGroupBytes(): number {
   return Math.floor(getHeapStatistics().heap_size_limit / 2);
 }
 
+/** The file row index of each row group's first row. */
+export function rowGroupStarts(metadata: FileMetaData): number[] {
+  const starts: number[] = [];
+  let total = 0;
+  for (const rg of metadata.row_groups) { starts.push(total); total += Number(rg.num_rows); }
+  return starts;
+}
+
+/** Refuses row group `i` by name when its uncompressed size is over `limit` (maxRowGroupBytes()). */
+export function checkRowGroupSize(metadata: FileMetaData, i: number, file: string, limit: number): void {
+  const groups = metadata.row_groups;
+  const rg = groups[i] as RowGroup;
+  const size = Number(rg.total_byte_size);
+  if (size > limit) {
+    const start = rowGroupStarts(metadata)[i] as number;
+    const mb = (n: number): string => `${Math.round(n / 1024 / 1024)} MB`;
+    throw new DecodeError(`row group ${i} of ${groups.length} in ${file} (rows ${start}–${start + Number(rg.num_rows) - 1}) is ${mb(size)} uncompressed, more than the ${mb(limit)} one row group may take in this connector's memory (half its heap; SLUICE_HTTP_FILE_PARQUET_MAX_ROW_GROUP_MB overrides): write the file with smaller row groups`);
+  }
+}
+
+/**
+ * Whether the rows are written by the byte writer (parquet-flat.ts): every top-level column a leaf, not
+ * repeated, one chunk per column in every row group. Read from the schema as it is (planColumns rewrites it).
+ */
+export function isFlatSchema(metadata: FileMetaData, root: SchemaTree = parquetSchema(metadata)): boolean {
+  const n = root.children.length;
+  return n > 0 && root.children.every((c) => c.children.length === 0 && c.element.repetition_type !== 'REPEATED')
+    && metadata.row_groups.every((rg) => rg.columns.length === n);
+}
+
+/** The text before each column's value in a row: `{"name":` for the first, `,"name":` for the others. */
+export function columnPrefixes(names: string[]): string[] {
+  return names.map((name, i) => `${i === 0 ? '{' : ','}${JSON.stringify(name)}:`);
+}
+
 /** A batch of rows, written to the sink as framed lines: where the row after it is (its row group and its index within it). */
 export interface ParquetBatch {
   rowGroup: number;
   row: number;
+}
+
+/** Lines to hand on: framed documents, the offset and the position after them, and whether a checkpoint follows them. */
+export interface ParquetLines {
+  lines: Uint8Array;
+  documents: number;
+  /** Offset of the next document (the count of documents of the file so far). */
+  offset: number;
+  at: ParquetBatch;
+  checkpoint: boolean;
+  /** Called once the lines are written: their buffer is filled again. */
+  written: (err?: Error | null) => void;
+}
+
+/**
+ * Cuts a sink's lines into batches of BATCH_BYTES, or sooner when `every` documents since the last
+ * checkpoint are reached (a checkpoint then follows the batch, at its position). The same rule in the main
+ * thread and the decoder thread (parquet-thread-worker.ts).
+ */
+export class BatchCutter {
+  readonly #sink: LineSink;
+  readonly #every: number;
+  readonly #written: (buffer: ArrayBuffer) => void;
+  #since = 0;
+  constructor(sink: LineSink, every: number, written: (buffer: ArrayBuffer) => void) {
+    this.#sink = sink;
+    this.#every = every;
+    this.#written = written;
+  }
+
+  /** After the rows up to `at`: a batch when one is due, else null. */
+  cut(at: ParquetBatch): ParquetLines | null {
+    const sink = this.#sink;
+    if (sink.len < BATCH_BYTES && this.#since + sink.documents < this.#every) return null;
+    return this.#take(at, true);
+  }
+
+  /** What is left at the end (no checkpoint: the end of the file has its own). */
+  rest(at: ParquetBatch): ParquetLines | null {
+    return this.#take(at, false);
+  }
+
+  #take(at: ParquetBatch, mayCheckpoint: boolean): ParquetLines | null {
+    const taken = this.#sink.take();
+    if (taken === null) return null;
+    this.#since += taken.documents;
+    const checkpoint = mayCheckpoint && this.#since >= this.#every;
+    if (checkpoint) this.#since = 0;
+    const buffer = taken.lines.buffer as ArrayBuffer;
+    return {
+      lines: taken.lines, documents: taken.documents, offset: this.#sink.offset, at, checkpoint,
+      written: (err) => { if (!err) this.#written(buffer); },
+    };
+  }
 }
 
 export interface ParquetReadOptions extends JsonPlanOptions {
@@ -192,11 +287,24 @@ export function locateRow(metadata: FileMetaData, row: number): { rowGroup: numb
   return { rowGroup: metadata.row_groups.length, row: 0 };
 }
 
+/** What the row groups of a flat file share: the codecs, the value parsers, and each column's page buffer. */
+export interface FlatShared {
+  compressors: Compressors;
+  parsers: ParquetParsers;
+  pages: PageDecompressor;
+  buffers: PageBuffer[];
+}
+
+/** The shared part of decoding a flat file's row groups (made once per file, in the thread that decodes). */
+export function flatShared(compressors: Compressors, parsers: ParquetParsers): FlatShared {
+  return { compressors, parsers, pages: new PageDecompressor(compressors), buffers: [] };
+}
+
 /**
  * The rows of one row group of a flat schema, streamed page by page and written as framed lines into
  * the sink (parquet-flat.ts); yields the row after each batch. Rows before `from` are decoded and dropped.
  */
-function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: { compressors: Compressors; parsers: ParquetParsers },
+export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: FlatShared,
   plans: FlatColumnPlan[], prefixes: Uint8Array[], sink: LineSink, datetimes: DatetimeNormalizer, from: number, batchRows: number, where: string): Generator<number> {
   const rows = Number(rg.num_rows);
   const cols = rg.columns.map((col, i) => {
@@ -210,7 +318,8 @@ function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; by
       pathInSchema: m.path_in_schema, element: (schemaPath[schemaPath.length - 1] as SchemaTree).element, schemaPath,
       type: m.type, codec: m.codec, parsers: shared.parsers, compressors: shared.compressors, utf8: false,
     };
-    return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plans[i] as FlatColumnPlan, datetimes);
+    const buffer = (shared.buffers[i] ??= { buf: Buffer.alloc(0) });
+    return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plans[i] as FlatColumnPlan, datetimes, shared.pages, buffer);
   });
   const n = cols.length;
   let room = 64;
@@ -239,21 +348,19 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   const root = parquetSchema(metadata);
   const columns = planColumns(root, options);
   if (columns.some((c) => c.name === '_meta')) throw new DecodeError(`${options.file} has a top-level column named '_meta', which Flow reserves for the document's metadata; rename the column`);
-  const prefixes = columns.map((c, i) => `${i === 0 ? '{' : ','}${JSON.stringify(c.name)}:`);
+  const prefixes = columnPrefixes(columns.map((c) => c.name));
   const prefixBytes = prefixes.map((p) => Buffer.from(p, 'utf8'));
   const sink = options.sink;
   const parsers = textParsers(options);
   const compressors = await compressorsFor(metadata);
+  const shared = flatShared(compressors, parsers);
   const limit = maxRowGroupBytes();
   // Small batches: a batch's row texts are garbage once written, and die young (a 2 MB young generation, the bin's flags).
-  const batchRows = options.batchRows ?? 256;
+  const batchRows = options.batchRows ?? PARQUET_BATCH_ROWS;
   const groups = metadata.row_groups;
-  const starts: number[] = [];
-  let total = 0;
-  for (const rg of groups) { starts.push(total); total += Number(rg.num_rows); }
+  const starts = rowGroupStarts(metadata);
   const first = locateRow(metadata, options.startRow);
-  // Flat schemas (no nested or repeated top-level column, one chunk per column) stream page by page.
-  const flat = columns.length > 0 && columns.every((c) => c.flat) && groups.every((rg) => rg.columns.length === columns.length);
+  const flat = isFlatSchema(metadata, root);
 
   const fetchGroup = (i: number): Promise<{ start: number; bytes: Uint8Array }> | null => {
     const rg = groups[i];
@@ -261,14 +368,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     const { start, end } = rowGroupSpan(rg);
     return source.read(start, end).then((bytes) => ({ start, bytes }));
   };
-  const check = (i: number): void => {
-    const rg = groups[i] as RowGroup;
-    const size = Number(rg.total_byte_size);
-    if (size > limit) {
-      const mb = (n: number): string => `${Math.round(n / 1024 / 1024)} MB`;
-      throw new DecodeError(`row group ${i} of ${groups.length} in ${options.file} (rows ${starts[i]}–${(starts[i] as number) + Number(rg.num_rows) - 1}) is ${mb(size)} uncompressed, more than the ${mb(limit)} one row group may take in this connector's memory (half its heap; SLUICE_HTTP_FILE_PARQUET_MAX_ROW_GROUP_MB overrides): write the file with smaller row groups`);
-    }
-  };
+  const check = (i: number): void => checkRowGroupSize(metadata, i, options.file, limit);
   if (first.rowGroup < groups.length) check(first.rowGroup);
   let next = fetchGroup(first.rowGroup);
   next?.catch(() => {});
@@ -285,7 +385,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     if (flat) {
       const from = g === first.rowGroup ? first.row : 0;
       try {
-        for (const r of flatRowGroup(root, rg, span, { compressors, parsers }, columns, prefixBytes, sink, options.datetimes, from, batchRows, where)) {
+        for (const r of flatRowGroup(root, rg, span, shared, columns, prefixBytes, sink, options.datetimes, from, batchRows, where)) {
           if (r <= from) continue;
           yield { rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
         }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { parquetMetadata } from 'hyparquet';
+import { parquetHeader } from 'hyparquet/src/column.js';
 import type { JsonObject } from '@sluice/runtime';
 import { applyCheckpoints, openRequest, startServer } from './helpers.ts';
 import type { FileServer } from './helpers.ts';
@@ -109,7 +110,13 @@ const FLAT_FILES: { name: string; sql: string; row: (j: number) => number; optio
   { name: 'flat-plain-v2', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION snappy, PARQUET_VERSION V2' },
   { name: 'flat-dict', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH.replace(`FROM range(${RICH_ROWS}) t(i)`, `FROM (SELECT j % 50 AS i FROM range(${RICH_ROWS}) t(j))`)})`, row: (j) => j % 50, options: 'COMPRESSION gzip' },
   { name: 'flat-dict-v2', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH.replace(`FROM range(${RICH_ROWS}) t(i)`, `FROM (SELECT j % 50 AS i FROM range(${RICH_ROWS}) t(j))`)})`, row: (j) => j % 50, options: 'COMPRESSION zstd, PARQUET_VERSION V2' },
+  // The other codecs of the page decompressor (parquet-decompress.ts: Node's brotli, hyparquet's snappy and LZ4, none).
+  { name: 'flat-brotli', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION brotli' },
+  { name: 'flat-lz4', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION lz4' },
+  { name: 'flat-uncompressed', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION uncompressed' },
 ];
+/** The decoder thread (parquet-thread.ts) off and on: the same documents, batches and checkpoints either way. */
+const THREADS = [{ label: 'main thread', env: {} }, { label: 'decoder thread', env: { SLUICE_HTTP_FILE_PARQUET_THREAD: '1' } }];
 
 const CODECS = ['uncompressed', 'snappy', 'gzip', 'zstd', 'brotli', 'lz4'];
 const BIG_ROWS = 20_000;
@@ -135,6 +142,14 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
     await c.run(`COPY (SELECT i AS id, 'v' || i AS value FROM range(${BIG_ROWS}) t(i)) TO '${dir}/big.parquet' (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${BIG_GROUP})`);
     const big = readFileSync(`${dir}/big.parquet`);
     const rich = files.get('zstd') as Buffer;
+    // Row group 1's first data page of a flat file: its compressed bytes overwritten (its header kept).
+    const damaged = Buffer.from(files.get('flat-plain') as Buffer);
+    const flatMeta = parquetMetadata(damaged.buffer.slice(damaged.byteOffset, damaged.byteOffset + damaged.length) as ArrayBuffer);
+    const col = flatMeta.row_groups[1]?.columns[0]?.meta_data;
+    const pageAt = Number(col?.data_page_offset);
+    const header = { view: new DataView(damaged.buffer, damaged.byteOffset + pageAt, 256), offset: 0 };
+    const pageHeader = parquetHeader(header);
+    damaged.fill(0xa5, pageAt + header.offset, pageAt + header.offset + pageHeader.compressed_page_size);
     // The footer's metadata overwritten (its length and the PAR1 magic kept): a corrupt footer.
     const corrupt = Buffer.from(rich);
     const metaLength = corrupt.readUInt32LE(corrupt.length - 8);
@@ -143,6 +158,8 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
       // One path per resume test (they run concurrently and check their own requests).
       '/big-3-0.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/big-1-1024.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
+      '/big-1-1024-thread.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
+      '/flat-damaged.parquet': { body: damaged },
       '/rich.parquet': { body: rich },
       '/rich-no-ranges.parquet': { body: rich, ranges: false },
       '/data.bin': { body: rich, headers: { 'content-type': 'application/octet-stream' } },
@@ -197,7 +214,8 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
     });
   }
 
-  test('flat schemas (the byte writer): the same documents from PLAIN and dictionary pages, data pages v1 and v2', async () => {
+  for (const threads of THREADS) {
+  test(`flat schemas (the byte writer, ${threads.label}): the same documents from PLAIN and dictionary pages, data pages v1 and v2, every codec`, async () => {
     const encodings = new Set<string>();
     const pageTypes = new Set<string>();
     for (const f of FLAT_FILES) {
@@ -209,8 +227,9 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
           for (const s of col.meta_data?.encoding_stats ?? []) pageTypes.add(s.page_type);
         }
       }
-      const p = await run([openRequest({ url: server.url(`/${f.name}.parquet`) })]);
+      const p = await run([openRequest({ url: server.url(`/${f.name}.parquet`) })], { env: threads.env });
       assert.equal(p.code, 0, p.stderr);
+      assert.match(p.stderr, new RegExp(`parquet: decoding on the ${threads.label}`), f.name);
       const docs = docsOf(p);
       assert.equal(docs.length, RICH_ROWS, f.name);
       const captured = p.raw.filter((l) => l.startsWith('{"captured"'));
@@ -230,6 +249,13 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
     for (const e of ['PLAIN', 'RLE_DICTIONARY']) assert.ok(encodings.has(e), `${e} used: ${[...encodings].join(',')}`);
     assert.ok(pageTypes.has('DATA_PAGE_V2') || encodings.has('DELTA_BINARY_PACKED'), `v2 pages written: ${[...pageTypes].join(',')} / ${[...encodings].join(',')}`);
   });
+
+  test(`bad input (${threads.label}): a damaged page is a clear error naming its row group`, async () => {
+    const p = await run([openRequest({ url: server.url('/flat-damaged.parquet') })], { env: threads.env });
+    assert.equal(p.code, 1, p.stderr);
+    assert.match(lastError(p), /^row group 1 of http:\/\/127\.0\.0\.1:\d+\/flat-damaged\.parquet \(rows 2048–4095\) could not be decoded: .+; the file is damaged or truncated$/);
+  });
+  }
 
   test('read by Range requests: the footer, then one request per row group, never the whole file', async () => {
     const before = server.requests.length;
@@ -283,10 +309,10 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
 
   // Checkpoints every 2048 documents fall on row-group boundaries (row groups of 2048 rows); every 1000 (batches of
   // 256 rows) at 1024, 2048, 3072: the third is row 1024 of row group 1.
-  for (const [every, records, at] of [[BIG_GROUP, 3 * BIG_GROUP, { rowGroup: 3, row: 0 }], [1000, 3072, { rowGroup: 1, row: 1024 }]] as const) {
-  test(`resume after a crash at row group ${at.rowGroup}, row ${at.row}: from that row group, no duplicate, no gap`, async () => {
-    const env = { HTTP_FILE_CHECKPOINT_EVERY: String(every) };
-    const path = `/big-${at.rowGroup}-${at.row}.parquet`;
+  for (const [every, records, at, threads] of [[BIG_GROUP, 3 * BIG_GROUP, { rowGroup: 3, row: 0 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[1]]] as const) {
+  test(`resume after a crash at row group ${at.rowGroup}, row ${at.row} (${threads?.label}): from that row group, no duplicate, no gap`, async () => {
+    const env = { HTTP_FILE_CHECKPOINT_EVERY: String(every), ...threads?.env };
+    const path = `/big-${at.rowGroup}-${at.row}${threads === THREADS[1] ? '-thread' : ''}.parquet`;
     const url = server.url(path);
     const crashed = await run([openRequest({ url })], {
       env,
