@@ -3,7 +3,7 @@
 // arrays pack as bytes holding their JSON text (as Flow's runtime does); integers beyond ±2^53 arrive
 // as bigints (documents.ts) and pack exactly; `flow_published_at` is the time of `/_meta/uuid`.
 import type { CollectionSpec, FieldSelection, JsonValue, Projection } from './specs.ts';
-import { packTuple, type TupleValue } from './tuple.ts';
+import { TupleWriter, type TupleValue } from './tuple.ts';
 import { stringifyDocument } from './documents.ts';
 import { pointerResolver } from './json-pointer.ts';
 import { uuidMillis } from './uuid.ts';
@@ -50,10 +50,6 @@ function extractor(p: Projection): (doc: JsonValue) => TupleValue {
   return (doc) => tupleValueOf(at(doc));
 }
 
-function toBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 /** Fields are named by projection; a field without one is an error naming it and the collection. */
 export function createPacker(collection: CollectionSpec, selection: FieldSelection): Packer {
   const byField = new Map((collection.projections ?? []).map((p) => [p.field, p]));
@@ -64,14 +60,17 @@ export function createPacker(collection: CollectionSpec, selection: FieldSelecti
   };
   const keys = (selection.keys ?? []).map(get);
   const values = (selection.values ?? []).map(get);
-  const row = (fs: ((doc: JsonValue) => TupleValue)[], doc: JsonValue) => {
-    const out = new Array<TupleValue>(fs.length);
+  // One packing buffer and one row array per list, reused for every document (each is packed at once).
+  const writer = new TupleWriter();
+  const keyRow = new Array<TupleValue>(keys.length);
+  const valueRow = new Array<TupleValue>(values.length);
+  const row = (fs: ((doc: JsonValue) => TupleValue)[], out: TupleValue[], doc: JsonValue) => {
     for (let i = 0; i < fs.length; i++) out[i] = fs[i]!(doc);
     return out;
   };
   return {
-    keyBytes: (doc) => toBuffer(packTuple(row(keys, doc))),
-    key: (doc) => toBuffer(packTuple(row(keys, doc))).toString('base64'),
-    values: (doc) => toBuffer(packTuple(row(values, doc))).toString('base64'),
+    keyBytes: (doc) => writer.pack(row(keys, keyRow, doc)).bytes(),
+    key: (doc) => writer.pack(row(keys, keyRow, doc)).base64(),
+    values: (doc) => writer.pack(row(values, valueRow, doc)).base64(),
   };
 }

@@ -194,6 +194,29 @@ export function packTuple(values: readonly TupleValue[]): Uint8Array {
   return out.result();
 }
 
+/**
+ * A reusable packing buffer for hot loops (the host packs every document's key and values): pack() then
+ * base64() or bytes() (a copy), before the next pack(). Not reentrant; one per synchronous user.
+ */
+export class TupleWriter {
+  readonly #out = new ByteSink();
+
+  pack(values: readonly TupleValue[]): this {
+    this.#out.len = 0;
+    for (let i = 0; i < values.length; i++) pushElement(this.#out, values[i]!, false);
+    return this;
+  }
+
+  base64(): string {
+    return this.#out.toBase64();
+  }
+
+  /** A copy of the packed bytes (the buffer is reused by the next pack()). */
+  bytes(): Buffer {
+    return Buffer.from(this.#out.buf.subarray(0, this.#out.len));
+  }
+}
+
 /** packTuple, base64-encoded as in `keyPacked` / `valuesPacked`. */
 export function packTupleBase64(values: readonly TupleValue[]): string {
   const out = new ByteSink();
