@@ -1,9 +1,9 @@
 // Parquet files: read by byte ranges (the footer, then each row group's column chunks), never the whole
 // file in memory. A source is either the server itself (Range requests, when it sends Accept-Ranges
 // and Content-Length) or a private temporary copy of the body (removed afterwards). Each row group is
-// fetched in one request (its column chunks are contiguous); a flat schema's rows are written as bytes
-// from its pages into the line buffer (parquet-flat.ts), other schemas are decoded by hyparquet and turned
-// into the JSON text of their rows (parquet-json.ts); the next row group's bytes are fetched while this
+// fetched in one request (its column chunks are contiguous); top-level leaves are written as bytes from
+// their pages into the line buffer (parquet-flat.ts), nested columns are decoded by hyparquet and turned
+// into the JSON text of their values (parquet-json.ts); the next row group's bytes are fetched while this
 // one is converted. Memory: one row group's compressed bytes (two with the prefetch) plus its
 // decoded columns; a row group too big for the heap is refused by name before it is read.
 import { createWriteStream } from 'node:fs';
@@ -300,6 +300,23 @@ export function flatShared(compressors: Compressors, parsers: ParquetParsers): F
   return { compressors, parsers, pages: new PageDecompressor(compressors), buffers: [] };
 }
 
+/** The byte writer of one leaf column chunk of a row group; its data pages go to page buffer `bufferIndex` of `shared`. */
+function flatColumn(root: SchemaTree, col: ColumnChunk, span: { start: number; bytes: Uint8Array }, shared: FlatShared, plan: FlatColumnPlan,
+  datetimes: DatetimeNormalizer, bufferIndex: number, where: string): FlatColumn {
+  const m = col.meta_data;
+  if (!m) throw new DecodeError(`${where}: a column chunk has no metadata (columns in separate files are not supported)`);
+  const data = Number(m.data_page_offset);
+  const dict = m.dictionary_page_offset === undefined ? NaN : Number(m.dictionary_page_offset);
+  const start = (dict > 0 && dict < data ? dict : data) - span.start;
+  const schemaPath = getTreePath(root, m.path_in_schema);
+  const decoder = {
+    pathInSchema: m.path_in_schema, element: (schemaPath[schemaPath.length - 1] as SchemaTree).element, schemaPath,
+    type: m.type, codec: m.codec, parsers: shared.parsers, compressors: shared.compressors, utf8: false,
+  };
+  const buffer = (shared.buffers[bufferIndex] ??= { buf: Buffer.alloc(0) });
+  return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plan, datetimes, shared.pages, buffer);
+}
+
 /**
  * The rows of one row group of a flat schema, streamed page by page and written as framed lines into
  * the sink (parquet-flat.ts); yields the row after each batch. Rows before `from` are decoded and dropped.
@@ -307,20 +324,7 @@ export function flatShared(compressors: Compressors, parsers: ParquetParsers): F
 export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: FlatShared,
   plans: FlatColumnPlan[], prefixes: Uint8Array[], sink: LineSink, datetimes: DatetimeNormalizer, from: number, batchRows: number, where: string): Generator<number> {
   const rows = Number(rg.num_rows);
-  const cols = rg.columns.map((col, i) => {
-    const m = col.meta_data;
-    if (!m) throw new DecodeError(`${where}: a column chunk has no metadata (columns in separate files are not supported)`);
-    const data = Number(m.data_page_offset);
-    const dict = m.dictionary_page_offset === undefined ? NaN : Number(m.dictionary_page_offset);
-    const start = (dict > 0 && dict < data ? dict : data) - span.start;
-    const schemaPath = getTreePath(root, m.path_in_schema);
-    const decoder = {
-      pathInSchema: m.path_in_schema, element: (schemaPath[schemaPath.length - 1] as SchemaTree).element, schemaPath,
-      type: m.type, codec: m.codec, parsers: shared.parsers, compressors: shared.compressors, utf8: false,
-    };
-    const buffer = (shared.buffers[i] ??= { buf: Buffer.alloc(0) });
-    return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plans[i] as FlatColumnPlan, datetimes, shared.pages, buffer);
-  });
+  const cols = rg.columns.map((col, i) => flatColumn(root, col as ColumnChunk, span, shared, plans[i] as FlatColumnPlan, datetimes, i, where));
   const n = cols.length;
   let room = 64;
   for (const p of prefixes) room += p.length;
@@ -405,13 +409,26 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
         return asyncBuffer(source).slice(start, end);
       },
     };
+    // Top-level leaves beside nested columns are written by the byte writer (their chunk: the one whose
+    // path is the column's name); hyparquet decodes only the nested columns (objects per value).
+    const chunkOf = new Map<string, number>();
+    rg.columns.forEach((col, k) => {
+      const path = col.meta_data?.path_in_schema;
+      if (path?.length === 1) chunkOf.set(path[0] as string, k);
+    });
+    const byteColumns: (FlatColumn | null)[] = columns.map((c, i) => {
+      const k = c.flat ? chunkOf.get(c.name) : undefined;
+      return k === undefined ? null : flatColumn(root, rg.columns[k] as ColumnChunk, span, shared, c, options.datetimes, i, where);
+    });
+    const nested = columns.filter((_, i) => byteColumns[i] === null).map((c) => c.name);
     // Top-level columns, each as the pieces (pages) hyparquet decoded.
     const pieces: { data: ArrayLike<unknown>; rowStart: number }[][] = columns.map(() => []);
     const index = new Map(columns.map((c, i) => [c.name, i]));
     try {
-      await parquetRead({
+      if (nested.length) await parquetRead({
         file,
         metadata,
+        columns: nested,
         rowStart: groupStart,
         rowEnd: groupStart + rows,
         compressors,
@@ -442,7 +459,42 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     };
     const converts = columns.map((c) => c.convert);
     const n = converts.length;
-    let r = g === first.rowGroup ? first.row : 0;
+    const from = g === first.rowGroup ? first.row : 0;
+    if (byteColumns.some((b) => b !== null)) {
+      // Rows as bytes: a byte column writes its cell, a nested one its converter's text.
+      let room = 64;
+      for (const p of prefixBytes) room += p.length;
+      try {
+        for (let r = 0; r < rows;) {
+          const stop = Math.min(rows, r + batchRows);
+          for (; r < stop; r++) {
+            const mark = sink.len;
+            sink.openRecord(room);
+            for (let c = 0; c < n; c++) {
+              const p = prefixBytes[c] as Uint8Array;
+              sink.ensure(p.length);
+              sink.buf.set(p, sink.len);
+              sink.len += p.length;
+              const b = byteColumns[c];
+              if (b) b.write(sink, where);
+              else if (r >= from) {
+                const text = (converts[c] as (v: unknown) => string)(value(c, r));
+                sink.ensure(text.length * 3);
+                sink.len += sink.buf.write(text, sink.len, 'utf8');
+              }
+            }
+            if (r >= from) sink.closeRecord();
+            else sink.len = mark;
+          }
+          if (r > from) yield { rowGroup: r === rows ? g + 1 : g, row: r === rows ? 0 : r };
+        }
+      } catch (err) {
+        if (err instanceof HttpFileError) throw err;
+        throw new DecodeError(`${where} could not be decoded: ${(err as Error).message}; the file is damaged or truncated`, { byteOffset: span.start }, { cause: err });
+      }
+      continue;
+    }
+    let r = from;
     while (r < rows) {
       const stop = Math.min(rows, r + batchRows);
       for (; r < stop; r++) {

@@ -161,6 +161,7 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
       '/big-1-1024-thread.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/flat-damaged.parquet': { body: damaged },
       '/rich.parquet': { body: rich },
+      '/rich-resume.parquet': { body: rich, slowChunk: 4096, slowDelayMs: 5 },
       '/rich-no-ranges.parquet': { body: rich, ranges: false },
       '/data.bin': { body: rich, headers: { 'content-type': 'application/octet-stream' } },
       '/data-no-ranges.bin': { body: rich, ranges: false },
@@ -348,6 +349,27 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
     assert.deepEqual(done, { minBound: '2015-10-21T07:28:00Z', path: '', records: 0, complete: false });
   });
   }
+
+  test('resume mid row group on a schema with nested columns (leaves by the byte writer, nested ones by hyparquet): no duplicate, no gap', async () => {
+    const env = { HTTP_FILE_CHECKPOINT_EVERY: '1000' };
+    const url = server.url('/rich-resume.parquet');
+    const crashed = await run([openRequest({ url })], { env, killAfter: (lines) => lines.filter((l) => 'checkpoint' in l).length === 4 });
+    assert.equal(crashed.signal, 'SIGKILL', crashed.stderr);
+    const lastCp = crashed.lines.map((l) => 'checkpoint' in l).lastIndexOf(true);
+    const committed = crashed.lines.slice(0, lastCp + 1);
+    const state = applyCheckpoints({}, committed.filter((l) => 'checkpoint' in l).map((l) => l['checkpoint'] as JsonObject));
+    const binding = (state['bindingStateV1'] as JsonObject)['data'] as JsonObject;
+    assert.deepEqual(binding['parquet'], { rowGroup: 1, row: 1024 });
+    const resumed = await run([openRequest({ url }, state)], { env });
+    assert.equal(resumed.code, 0, resumed.stderr);
+    const all = [...committed, ...resumed.lines].filter((l) => 'captured' in l).map((l) => (l['captured'] as JsonObject)['doc'] as JsonObject);
+    assert.deepEqual(all.map((d) => (d['_meta'] as JsonObject)['offset']), Array.from({ length: RICH_ROWS }, (_, i) => i));
+    for (let i = 0; i < RICH_ROWS; i++) {
+      const expected = richExpected(i);
+      const doc = all[i] as JsonObject;
+      assert.deepEqual([doc['id'], doc['label'], doc['nested'], doc['tags'], doc['attrs']], [expected['id'], expected['label'], expected['nested'], expected['tags'], expected['attrs']], `row ${i}`);
+    }
+  });
 
   test('bad input: a corrupt footer is a clear error', async () => {
     const p = await run([openRequest({ url: server.url('/corrupt.parquet') })]);
