@@ -17,6 +17,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createGzip } from 'node:zlib';
+import { until as untilEvent } from '@sluice/runtime/testing';
 import { JournalStore } from '../plane/src/journals/store.ts';
 
 const SLUICE = fileURLToPath(new URL('../plane/bin/sluice.js', import.meta.url));
@@ -52,14 +53,12 @@ function count(db: string, table: string, distinct = false): number {
   }
 }
 
-/** Polls (every 50 ms) until `check` holds; the deadline only turns a hang into a failure that says what was awaited. */
-async function until(what: string, check: () => boolean, child: ChildProcess, stderr: () => string, ms = 240_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!check()) {
+/** Waits for `check`, failing at once (with serve's stderr) if serve exits first. */
+async function until(what: string, check: () => boolean, child: ChildProcess, stderr: () => string): Promise<void> {
+  await untilEvent(what, () => {
     if (child.exitCode !== null) assert.fail(`sluice serve exited (${child.exitCode}) while waiting for ${what}:\n${stderr()}`);
-    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}:\n${stderr().slice(-3000)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return check();
+  }, { ms: 240_000, intervalMs: 50, detail: () => stderr().slice(-3000) });
 }
 
 test(`kill -9 of serve twice during a ${ROWS.toLocaleString('en-US')}-row capture → SQLite, restart: every row exactly once`, { timeout: 900_000 }, async (t) => {

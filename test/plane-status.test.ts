@@ -137,13 +137,10 @@ test('status API: summary cases from real tasks (ok, warning, error, taskDisable
   /** Polls one spec's status until `ok(item)` (the plane's tasks move on their own). */
   const until = async (name: string, what: string, ok: (i: Item) => boolean): Promise<Item> => {
     let last: Item | undefined;
-    const deadline = Date.now() + 120_000;
-    while (Date.now() < deadline) {
+    return untilEvent(`${name}: ${what}`, async () => {
       [last] = await status([name]);
-      if (last && ok(last)) return last;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    assert.fail(`${name}: timed out after 120 s waiting for ${what}; last status: ${JSON.stringify(last, null, 1)}`);
+      return last !== undefined && ok(last) ? last : undefined;
+    }, { intervalMs: 100, detail: () => `last status: ${JSON.stringify(last, null, 1)}` });
   };
 
   // ok: the capture opened, captured, reported its status, and is scheduled to run again in an hour.

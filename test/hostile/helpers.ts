@@ -7,6 +7,7 @@ import { createServer, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { until } from '@sluice/runtime/testing';
 
 export const SLUICE_BIN = fileURLToPath(new URL('../../plane/bin/sluice.js', import.meta.url));
 export const SLOW_CAPTURE = fileURLToPath(new URL('../fixtures/slow-capture.ts', import.meta.url));
@@ -31,24 +32,13 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Polls until `check` is truthy; fails naming `what` after `ms`. */
-export async function until<T>(what: string, check: () => T | Promise<T>, ms = 30_000, detail: () => string = () => ''): Promise<NonNullable<T>> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v as NonNullable<T>;
-    if (Date.now() > deadline) assert.fail(`timed out after ${ms} ms waiting for ${what}${detail() ? `\n${detail()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 /** Resolves once a TCP connection to the port succeeds (what "wait for the port" scripts do). */
 export async function waitForPort(port: number, ms = 30_000): Promise<void> {
   await until(`port ${port} to accept connections`, () => new Promise<boolean>((resolve) => {
     const sock = connect(port, '127.0.0.1');
     sock.once('connect', () => { sock.destroy(); resolve(true); });
     sock.once('error', () => resolve(false));
-  }), ms);
+  }), { ms });
 }
 
 export interface ServeProcess {
@@ -75,7 +65,7 @@ export function spawnServe(t: After, args: string[], env: Record<string, string>
   return {
     child,
     stderr: () => err,
-    waitFor: (re, ms = 60_000) => until(`serve to print ${re}`, () => re.exec(err), ms, () => `stderr:\n${err}`),
+    waitFor: (re, ms = 60_000) => until(`serve to print ${re}`, () => re.exec(err), { ms, detail: () => `stderr:\n${err}` }),
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGINT');
       return exited;

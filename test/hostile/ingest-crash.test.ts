@@ -8,7 +8,8 @@ import { request } from 'node:http';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
-import { freePort, ingest, spawnServe, tempDir, until } from './helpers.ts';
+import { freePort, ingest, spawnServe, tempDir } from './helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 test('kill -9 of serve during a large ingest: nothing of it shows after the restart, its staged pieces are swept', { timeout: 180_000 }, async (t) => {
   const dir = tempDir(t);
@@ -42,7 +43,7 @@ collections:
       db.close();
     }
   };
-  await until('the large request to stage pieces in journals.db', () => staged() > 0, 60_000, () => first.stderr());
+  await until('the large request to stage pieces in journals.db', () => staged() > 0, { ms: 60_000, detail: () => first.stderr() });
   first.child.kill('SIGKILL');
   await new Promise((r) => first.child.once('exit', r));
   req.destroy();

@@ -7,7 +7,8 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { runTokenCommand } from '../../plane/src/cli/token.ts';
-import { freePort, SLOW_CAPTURE, spawnServe, tempDir, until } from './helpers.ts';
+import { freePort, SLOW_CAPTURE, spawnServe, tempDir } from './helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 /** Pids of the processes whose parent is `ppid` and whose command line contains `needle`. */
 function children(ppid: number, needle: string): number[] {
@@ -56,18 +57,18 @@ captures:
     return ((await res.json()) as { connector_status?: { message: string }; controller_error?: string }[])[0];
   };
   // The connector has opened its session and logged its info line: that line is now its last.
-  await until('the connector to report "warming up"', async () => (await status())?.connector_status?.message === 'warming up', 60_000, () => serve.stderr());
+  await until('the connector to report "warming up"', async () => (await status())?.connector_status?.message === 'warming up', { ms: 60_000, detail: () => serve.stderr() });
   // The capture's session: the one connector process left once the publication's RPCs are done.
   const [pid] = await until('the capture connector process under serve', () => {
     const pids = children(serve.child.pid!, 'slow-capture');
     return pids.length === 1 ? pids : undefined;
-  }, 60_000, () => serve.stderr());
+  }, { ms: 60_000, detail: () => serve.stderr() });
   process.kill(pid!, 'SIGKILL');
   const [line] = await serve.waitFor(/^.*hostile\/slow: failed once.*$/m);
   assert.match(line, /hostile\/slow: failed once, retrying in [^:]+: hostile\/slow: connector exited on SIGKILL \(killed by a signal — out of memory or `kill -9`\?\); its last log line was "warming up"$/);
-  const failed = await until('the status to carry the failure', async () => (await status())?.controller_error, 30_000);
+  const failed = await until('the status to carry the failure', async () => (await status())?.controller_error, { ms: 30_000 });
   assert.match(failed, /connector exited on SIGKILL \(killed by a signal — out of memory or `kill -9`\?\)/);
   // The task goes on: a new session starts (a new connector process).
-  await until('a new connector process after the failure', () => children(serve.child.pid!, 'slow-capture').some((p) => p !== pid), 60_000, () => serve.stderr());
+  await until('a new connector process after the failure', () => children(serve.child.pid!, 'slow-capture').some((p) => p !== pid), { ms: 60_000, detail: () => serve.stderr() });
   assert.equal(await serve.stop(), 0, serve.stderr());
 });

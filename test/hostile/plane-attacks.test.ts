@@ -10,7 +10,8 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { runTokenCommand } from '../../plane/src/cli/token.ts';
 import { signJwt } from '../../plane/src/control/index.ts';
-import { freePort, ingest, spawnServe, tempDir, until } from './helpers.ts';
+import { freePort, ingest, spawnServe, tempDir } from './helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 const CATALOG = `
 collections:
@@ -86,7 +87,7 @@ test('serve under attack: tokens, slow-loris, a YAML bomb', { timeout: 180_000 }
       s.write(`POST /${i % 2 === 0 ? 'api/v1/openapi.json' : 'ingest'} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: `);
       sockets.push(s);
     }
-    await until('the 200 slow connections to open', () => sockets.every((s) => !s.connecting), 30_000);
+    await until('the 200 slow connections to open', () => sockets.every((s) => !s.connecting), { ms: 30_000 });
     // One more byte on each, as a slow-loris client drips them; then normal clients are served.
     for (const s of sockets) s.write('a');
     const openapi = await fetch(`${api}/openapi.json`);
@@ -100,7 +101,7 @@ test('serve under attack: tokens, slow-loris, a YAML bomb', { timeout: 180_000 }
     const before = serve.stderr().length;
     writeFileSync(catalog, yamlBomb());
     serve.child.kill('SIGHUP');
-    await until('the publication of the YAML bomb to fail', () => /Excessive alias count/.exec(serve.stderr().slice(before)), 60_000, () => serve.stderr());
+    await until('the publication of the YAML bomb to fail', () => /Excessive alias count/.exec(serve.stderr().slice(before)), { ms: 60_000, detail: () => serve.stderr() });
     assert.match(serve.stderr().slice(before), /publication [0-9a-f]{16} failed: catalog error:\n {2}\S*flow\.yaml:1:1: \(document root\): cannot read YAML: Excessive alias count indicates a resource exhaustion attack/);
     const r = await ingest(ingestUrl, '{"hostile/events": [{"id": 2}]}');
     assert.equal(r.status, 200, r.body);

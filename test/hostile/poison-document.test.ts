@@ -9,7 +9,8 @@ import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { runTokenCommand } from '../../plane/src/cli/token.ts';
 import { startPlane } from '../../plane/src/cli/serve.ts';
-import { ingest, tempDir, until } from './helpers.ts';
+import { ingest, tempDir } from './helpers.ts';
+import { until } from '@sluice/runtime/testing';
 
 interface Item { summary: { status: string; message: string }; controller_error?: string; controller_failures?: number }
 
@@ -51,7 +52,7 @@ materializations:
 
   // Back-off: three failures in a row, each retry later than the last (200 ms, 400 ms, 800 ms).
   const failures = () => logs.filter((l) => l.startsWith('hostile/to-sqlite: failed'));
-  await until('three failures of the materialization', () => failures().length >= 3, 60_000, () => logs.join('\n'));
+  await until('three failures of the materialization', () => failures().length >= 3, { ms: 60_000, detail: () => logs.join('\n') });
   const [f1, f2, f3] = failures();
   assert.match(f1!, /^hostile\/to-sqlite: failed once, retrying in 200 ms: /);
   assert.match(f2!, /^hostile\/to-sqlite: failed 2 times in a row, retrying in 400 ms: /);
@@ -73,8 +74,8 @@ materializations:
       try { return conn.prepare('SELECT id, v FROM events ORDER BY id').all().map((r) => `${String(r.id)}=${String(r.v)}`).join(','); } finally { conn.close(); }
     } catch { return ''; }
   };
-  await until('the table to hold the superseding value', () => rows() === '1=7,2=5', 120_000, () => `rows: ${rows()}\n${logs.join('\n')}`);
-  const recovered = await until('the status to clear', async () => { const s = await status(); return s.summary.status === 'ok' ? s : undefined; }, 30_000);
+  await until('the table to hold the superseding value', () => rows() === '1=7,2=5', { ms: 120_000, detail: () => `rows: ${rows()}\n${logs.join('\n')}` });
+  const recovered = await until('the status to clear', async () => { const s = await status(); return s.summary.status === 'ok' ? s : undefined; }, { ms: 30_000 });
   assert.equal(recovered.controller_error, undefined);
   assert.equal(recovered.controller_failures, undefined);
   assert.equal(running.plane.runners.get('hostile/to-sqlite')?.failures, 0);

@@ -7,6 +7,7 @@ import { createConnection, createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
+import { until } from '@sluice/runtime/testing';
 
 export const SSHD = '/usr/sbin/sshd';
 
@@ -27,17 +28,14 @@ async function freePort(): Promise<number> {
 }
 
 async function waitForBanner(port: number, proc: ChildProcess, stderr: () => string): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  await until(`sshd to answer with its banner on port ${port}`, async () => {
     if (proc.exitCode !== null) throw new Error(`sshd exited with ${proc.exitCode}: ${stderr()}`);
-    const ok = await new Promise<boolean>((resolve) => {
+    return new Promise<boolean>((resolve) => {
       const s = createConnection({ host: '127.0.0.1', port });
       s.once('data', (d) => { s.destroy(); resolve(d.toString().startsWith('SSH-')); });
       s.once('error', () => resolve(false));
     });
-    if (ok) return;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`sshd did not answer on port ${port}: ${stderr()}`);
+  }, { ms: 30_000, intervalMs: 50, detail: stderr });
 }
 
 export interface Sshd {

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { SLUICE, sluice } from './helpers.ts';
+import { until as untilEvent } from '@sluice/runtime/testing';
 
 function tmp(t: { after: (fn: () => void) => void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-silent-'));
@@ -66,16 +67,10 @@ test('sluice start, once up, prints republish and failure lines as serve does', 
   let err = '';
   child.stdout.on('data', (d: Buffer) => { out += d; });
   child.stderr.on('data', (d: Buffer) => { err += d; });
-  const until = (what: string, seconds: number, test: () => boolean) => new Promise<void>((resolve, reject) => {
-    if (test()) { resolve(); return; }
-    const timer = setTimeout(() => { cleanup(); reject(new Error(`${what}: not seen within ${seconds} s\nstdout:\n${out}\nstderr:\n${err}`)); }, seconds * 1000);
-    const check = () => { if (test()) { cleanup(); resolve(); } };
-    const onExit = (code: number | null) => { cleanup(); reject(new Error(`${what}: sluice start exited ${code}\nstdout:\n${out}\nstderr:\n${err}`)); };
-    const cleanup = () => { clearTimeout(timer); child.stdout.off('data', check); child.stderr.off('data', check); child.off('exit', onExit); };
-    child.stdout.on('data', check);
-    child.stderr.on('data', check);
-    child.once('exit', onExit);
-  });
+  const until = (what: string, seconds: number, test: () => boolean) => untilEvent(what, () => {
+    if (child.exitCode !== null) throw new Error(`${what}: sluice start exited ${child.exitCode}\nstdout:\n${out}\nstderr:\n${err}`);
+    return test();
+  }, { ms: seconds * 1000, detail: () => `stdout:\n${out}\nstderr:\n${err}` });
   await until('the quickstart up ("Press Ctrl-C")', 240, () => out.includes('Press Ctrl-C to stop.'));
   assert.equal(err, '', 'quiet while it fills up');
 

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 import { createIngestHandler, notFound, type IngestLimits } from '../../src/ingest/ingest.ts';
 import { JournalStore } from '../../src/journals/store.ts';
 import { UuidProducer, uuidTime } from '@sluice/runtime';
+import { until } from '@sluice/runtime/testing';
 import { SchemaValidators } from '../../src/journals/validator.ts';
 import { CollectionWriters } from '../../src/journals/writer.ts';
 import { collection, tempDir } from '../journals/helpers.ts';
@@ -60,14 +61,6 @@ async function setup(t: { after: (fn: () => void | Promise<void>) => void }, lim
 }
 
 /** Waits (yielding to the event loop) until `cond` holds; fails naming what it awaited after `ms`. */
-async function until(what: string, cond: () => boolean, ms = 60_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
-
 test('ingest: other methods, paths and media types are the legacy 404', async (t) => {
   const { send, store } = await setup(t);
   const body = JSON.stringify({ 'examples/rides': [{ id: 1 }] });

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { until } from '@sluice/runtime/testing';
 import { QUICKSTART_TEMPLATE, serveFile } from '../../src/quickstart/index.ts';
 import { ridesCsvGz } from '../../src/quickstart/rides.ts';
 import { startPlane } from '../../src/cli/serve.ts';
@@ -26,12 +27,10 @@ async function run(t: { after: (fn: () => void | Promise<void>) => void }, quiet
   t.after(() => running.close());
   assert.equal(running.first.result, 'success', running.first.errors.join('\n'));
   // The capture session completes once the file is captured (the runner then waits for its interval).
-  const deadline = Date.now() + 120_000;
-  while (Date.now() < deadline) {
+  await until(quiet ? 'the capture to commit documents' : 'the capture to commit documents and print "session complete"', () => {
     const m = running.plane.store.journals('quickstart/rides').reduce((a, j) => a + j.head, 0);
-    if (m > 0 && (quiet || lines.some((l) => l.startsWith('quickstart/source-rides: session complete')))) break;
-    await new Promise((r) => setTimeout(r, 50));
-  }
+    return m > 0 && (quiet || lines.some((l) => l.startsWith('quickstart/source-rides: session complete')));
+  }, { intervalMs: 50, detail: () => lines.join('\n') });
   return lines;
 }
 
