@@ -19,12 +19,14 @@ function sluice(args: string[]): Promise<{ code: number | null; stderr: string }
 
 describe('sluice raw: idle timeout', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-raw-idle-'));
-  const quiet = ['--', process.execPath, '-e', 'setInterval(() => {}, 1000)'];
+  // Answers the build's validate, then never answers open. The limit leaves a loaded machine time to start
+  // the fixture and answer validate (the idle timeout covers every response sluice awaits).
+  const quiet = ['--', process.execPath, new URL('./fixtures/quiet-after-validate.ts', import.meta.url).pathname];
   it('capture: a connector that never answers "open"', async () => {
     const started = performance.now();
-    const r = await sluice(['raw', 'capture', '--idle-timeout', '0.5', ...quiet]);
+    const r = await sluice(['raw', 'capture', '--idle-timeout', '5', ...quiet]);
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr.trim().split('\n').at(-1)!, /^sluice raw: .*: no response for 0\.5 s while awaiting "opened"; the connector was killed$/);
+    assert.match(r.stderr.trim().split('\n').at(-1)!, /^sluice raw: .*: no response for 5 s while awaiting "opened"; the connector was killed$/);
     assert.ok(performance.now() - started < 30_000);
   });
   it('materialize: a connector that never answers "open"', async () => {
@@ -32,10 +34,10 @@ describe('sluice raw: idle timeout', () => {
     const bindings = join(dir, 'b.yaml');
     writeFileSync(fixture, '["acme/users",{"id":1}]\n');
     writeFileSync(bindings, '- resource: {table: users}\n  collection: acme/users\n');
-    const r = await sluice(['raw', 'materialize', '--protocol', 'materialize', '--bindings', bindings, '--fixture', fixture, '--idle-timeout', '0.5', ...quiet]);
+    const r = await sluice(['raw', 'materialize', '--protocol', 'materialize', '--bindings', bindings, '--fixture', fixture, '--idle-timeout', '5', ...quiet]);
     rmSync(dir, { recursive: true, force: true });
     assert.equal(r.code, 1, r.stderr);
-    assert.match(r.stderr.trim().split('\n').at(-1)!, /^sluice raw: .*: no response for 0\.5 s while awaiting "opened"; the connector was killed$/);
+    assert.match(r.stderr.trim().split('\n').at(-1)!, /^sluice raw: .*: no response for 5 s while awaiting "opened"; the connector was killed$/);
   });
   it('a bad --idle-timeout is a usage error', async () => {
     const r = await sluice(['raw', 'capture', '--idle-timeout', 'soon', ...quiet]);

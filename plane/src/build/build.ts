@@ -2,8 +2,8 @@
 // validate, compute resource paths, state keys and (for materializations) field selections from the
 // constraints and the catalog's `fields`, then apply. Errors name the task, binding and field.
 import {
-  SluiceError, type CaptureBindingSpec, type CaptureSpec, type Constraint, type JsonObject, type LabelSelector,
-  type MaterializationBindingSpec, type MaterializationSpec,
+  SluiceError, type CaptureBindingSpec, type CaptureSpec, type CaptureValidateRequest, type CollectionSpec, type Constraint, type JsonObject,
+  type LabelSelector, type MaterializationBindingSpec, type MaterializationSpec, type MaterializeValidateRequest,
 } from '@sluice/runtime';
 import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef, PartitionSelectorDef } from '../catalog/types.ts';
 import { encodePartitionValue } from '../journals/names.ts';
@@ -53,29 +53,41 @@ export async function buildCapture(catalog: Catalog, def: CaptureDef, opts: Buil
   const collections = active.map((b, i) => {
     const c = catalog.collections.get(b.target);
     if (c === undefined) errors.push(`capture "${def.name}" binding ${i}: target collection "${b.target}" is not defined in the catalog`);
-    return c;
+    return c?.spec;
   });
   if (errors.length) throw new BuildError(errors);
-  const config = endpointConfig(def.endpoint);
-  const connectorType = connectorTypeOf(def.endpoint);
-  const validated = await unary(opts.launcher.capture(def.endpoint, def.name), {
-    validate: {
-      name: def.name, connectorType, config,
-      bindings: active.map((b, i) => ({ resourceConfig: b.resource, collection: collections[i]!.spec, ...(b.backfill ? { backfill: b.backfill } : {}) })),
-    },
-  }, 'validated', def.name);
-  const vb = (validated.bindings ?? []) as { resourcePath?: string[] }[];
-  if (vb.length !== active.length) throw new BuildError([`capture "${def.name}": connector validated ${vb.length} binding(s) but the capture has ${active.length}`]);
-  const bindings: CaptureBindingSpec[] = active.map((b, i) => {
-    const resourcePath = vb[i]?.resourcePath ?? [];
-    const spec: CaptureBindingSpec = { resourceConfig: b.resource, resourcePath, collection: collections[i]!.spec, stateKey: stateKeyOf(resourcePath, b.backfill) };
-    if (b.backfill) spec.backfill = b.backfill;
-    return spec;
-  });
-  const spec: CaptureSpec = { name: def.name, connectorType, config, bindings, intervalSeconds: def.intervalSeconds };
+  const validated = await unary(opts.launcher.capture(def.endpoint, def.name), captureValidateRequest(def, collections as CollectionSpec[]), 'validated', def.name);
+  const spec = captureSpecOf(def, collections as CollectionSpec[], (validated.bindings ?? []) as ValidatedCaptureBinding[]);
   const built = { def, spec, actionDescription: '' };
   if (opts.apply) built.actionDescription = await applyCapture(built, opts);
   return built;
+}
+
+/** The Validate request of a capture's active bindings (`collections`: their target collections, in order). */
+export function captureValidateRequest(def: CaptureDef, collections: CollectionSpec[]): { validate: CaptureValidateRequest } {
+  const active = def.bindings.filter((b) => !b.disable);
+  return {
+    validate: {
+      name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint),
+      bindings: active.map((b, i) => ({ resourceConfig: b.resource, collection: collections[i]!, ...(b.backfill ? { backfill: b.backfill } : {}) })),
+    },
+  };
+}
+
+/** What a capture connector's Validate says of a binding. */
+export interface ValidatedCaptureBinding { resourcePath?: string[] }
+
+/** The capture spec from the connector's validated bindings: resource paths, and state keys from them (Flow's rule). */
+export function captureSpecOf(def: CaptureDef, collections: CollectionSpec[], validated: ValidatedCaptureBinding[]): CaptureSpec {
+  const active = def.bindings.filter((b) => !b.disable);
+  if (validated.length !== active.length) throw new BuildError([`capture "${def.name}": connector validated ${validated.length} binding(s) but the capture has ${active.length}`]);
+  const bindings: CaptureBindingSpec[] = active.map((b, i) => {
+    const resourcePath = validated[i]?.resourcePath ?? [];
+    const spec: CaptureBindingSpec = { resourceConfig: b.resource, resourcePath, collection: collections[i]!, stateKey: stateKeyOf(resourcePath, b.backfill) };
+    if (b.backfill) spec.backfill = b.backfill;
+    return spec;
+  });
+  return { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings, intervalSeconds: def.intervalSeconds };
 }
 
 /** Runs the connector's apply for a built capture; returns its action description. */
@@ -133,7 +145,7 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
     const attempt = await validateAndSelect(current, collectionsOf(catalog, current), opts);
     if (attempt.incompatible.length === 0 || round > 0) {
       if (attempt.errors.length) throw new BuildError(attempt.errors);
-      const spec: MaterializationSpec = { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings: attempt.bindings };
+      const spec = materializationSpecOf(def, attempt.bindings);
       const built = { def: current, spec, actionDescription: '', incompatible };
       if (opts.apply) built.actionDescription = await applyMaterialization(built, opts);
       return built;
@@ -160,10 +172,15 @@ export async function buildMaterialization(catalog: Catalog, def: Materializatio
       throw new BuildError([...other, ...abort.map((a) => `materialization "${def.name}" ${a}: increment the binding's backfill to re-create it, or choose another onIncompatibleSchemaChange`)]);
     }
     if (incompatible.disabledTask !== undefined) {
-      return { def, spec: { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings: [] }, actionDescription: '', incompatible };
+      return { def, spec: materializationSpecOf(def, []), actionDescription: '', incompatible };
     }
     current = { ...current, bindings: next };
   }
+}
+
+/** The materialization spec with its built bindings. */
+export function materializationSpecOf(def: MaterializationDef, bindings: MaterializationBindingSpec[]): MaterializationSpec {
+  return { name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint), bindings };
 }
 
 function collectionsOf(catalog: Catalog, def: MaterializationDef) {
@@ -173,29 +190,43 @@ function collectionsOf(catalog: Catalog, def: MaterializationDef) {
 interface Incompatible { index: number; reasons: string[]; errors: string[] }
 
 /** Runs the connector's validate and field selection for `def`'s active bindings. */
-async function validateAndSelect(def: MaterializationDef, collections: ReturnType<typeof collectionsOf>, opts: BuildOptions): Promise<{ bindings: MaterializationBindingSpec[]; errors: string[]; incompatible: Incompatible[] }> {
+async function validateAndSelect(def: MaterializationDef, collections: ReturnType<typeof collectionsOf>, opts: BuildOptions): Promise<MaterializationSelection> {
+  const specs = collections.map((c) => c.spec);
+  const validated = await unary(opts.launcher.materialize(def.endpoint, def.name), materializationValidateRequest(def, specs, opts.last as MaterializationSpec | undefined), 'validated', def.name);
+  return materializationBindingsOf(def, specs, (validated.bindings ?? []) as ValidatedMaterializationBinding[]);
+}
+
+/** The Validate request of a materialization's active bindings (`collections`: their source collections, in order). */
+export function materializationValidateRequest(def: MaterializationDef, collections: CollectionSpec[], last?: MaterializationSpec): { validate: MaterializeValidateRequest } {
+  const active = def.bindings.filter((b) => !b.disable);
+  return {
+    validate: {
+      name: def.name, connectorType: connectorTypeOf(def.endpoint), config: endpointConfig(def.endpoint),
+      bindings: active.map((b, i) => {
+        const fieldConfig: JsonObject = {};
+        for (const [f, v] of Object.entries(b.fields.include)) if (v !== null && typeof v === 'object' && Object.keys(v).length) fieldConfig[f] = v;
+        return { resourceConfig: b.resource, collection: collections[i]!, ...(Object.keys(fieldConfig).length ? { fieldConfig } : {}), ...(b.backfill ? { backfill: b.backfill } : {}) };
+      }),
+      ...(last ? { lastMaterialization: last } : {}),
+    },
+  };
+}
+
+/** What a materialization connector's Validate says of a binding. */
+export interface ValidatedMaterializationBinding { resourcePath?: string[]; constraints?: Record<string, Constraint>; deltaUpdates?: boolean; caseInsensitiveFields?: boolean }
+
+export interface MaterializationSelection { bindings: MaterializationBindingSpec[]; errors: string[]; incompatible: Incompatible[] }
+
+/** The binding specs from the connector's validated bindings: resource paths, state keys and field selections. */
+export function materializationBindingsOf(def: MaterializationDef, collections: CollectionSpec[], vb: ValidatedMaterializationBinding[]): MaterializationSelection {
   const errors: string[] = [];
   const incompatible: Incompatible[] = [];
   const activeIndex = def.bindings.flatMap((b, i) => (b.disable ? [] : [i]));
   const active = activeIndex.map((i) => def.bindings[i]!);
-  const config = endpointConfig(def.endpoint);
-  const connectorType = connectorTypeOf(def.endpoint);
-  const validated = await unary(opts.launcher.materialize(def.endpoint, def.name), {
-    validate: {
-      name: def.name, connectorType, config,
-      bindings: active.map((b, i) => {
-        const fieldConfig: JsonObject = {};
-        for (const [f, v] of Object.entries(b.fields.include)) if (v !== null && typeof v === 'object' && Object.keys(v).length) fieldConfig[f] = v;
-        return { resourceConfig: b.resource, collection: collections[i]!.spec, ...(Object.keys(fieldConfig).length ? { fieldConfig } : {}), ...(b.backfill ? { backfill: b.backfill } : {}) };
-      }),
-      ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}),
-    },
-  }, 'validated', def.name);
-  const vb = (validated.bindings ?? []) as { resourcePath?: string[]; constraints?: Record<string, Constraint>; deltaUpdates?: boolean; caseInsensitiveFields?: boolean }[];
   if (vb.length !== active.length) throw new BuildError([`materialization "${def.name}": connector validated ${vb.length} binding(s) but the materialization has ${active.length}`]);
   const bindings: MaterializationBindingSpec[] = active.map((b, i) => {
     const v = vb[i]!;
-    const collection = collections[i]!.spec;
+    const collection = collections[i]!;
     const deltaUpdates = v.deltaUpdates === true;
     const { selection, errors: fieldErrors } = selectFields({
       where: `materialization "${def.name}" binding ${i} (${b.source})`,

@@ -5,7 +5,7 @@
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { closestName, pointerOf, resolvePointer, unescapePointerToken } from '@sluice/runtime';
-import type { CollectionSpec, JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
+import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import type {
   CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, PartitionSelectorDef, TestDef, TestStep,
 } from './types.ts';
@@ -15,7 +15,7 @@ import { catalogSchema, NAME_PATTERN } from './catalog-schema.ts';
 import type { CaptureFile, CatalogFile, CollectionFile, EndpointFile, MaterializationFile, TestFile } from './catalog-schema.ts';
 import { CatalogError, escapeControls } from './errors.ts';
 import type { CatalogProblem } from './errors.ts';
-import { buildProjections } from './projections.ts';
+import { collectionSpec } from './collection-spec.ts';
 import type { ExplicitProjection } from './projections.ts';
 import { SUPPORTED_STRATEGIES } from './reduce.ts';
 import { ALL_TYPES, embeddedResources, isObject, isSchema, locate, shapeOf } from './shape.ts';
@@ -282,9 +282,7 @@ class Loader {
     const read = hasSchema ? write : { ...readBundled, schema: withWriteSchemaRefs(readBundled.schema, write.schema) };
     if (!this.checkSchema(write, e.name) || (read !== write && !this.checkSchema(read, e.name))) return undefined;
 
-    const writeSchema = withMeta(write.schema);
-    const readSchema = withMeta(read.schema);
-    // Shapes come from the author's schemas: the `_meta` added above is not a projected field.
+    // Shapes come from the author's schemas (collectionSpec adds `_meta`, which is not a projected field).
     const writeShape = shapeOf(write.schema);
     const readShape = read === write ? writeShape : shapeOf(read.schema);
     const key = raw.key;
@@ -317,15 +315,10 @@ class Loader {
     }
     if (this.problems.length > before) return undefined;
 
-    const spec: CollectionSpec = {
-      name: e.name,
-      writeSchema,
-      readSchema,
-      key: [...key],
-      uuidPtr: '/_meta/uuid',
-      partitionFields: explicit.filter((p) => p.partition).map((p) => p.field).sort(),
-      projections: buildProjections(readShape, key, explicit),
-    };
+    const spec = collectionSpec({
+      name: e.name, writeSchema: write.schema, key, projections: explicit, readShape,
+      ...(read === write ? {} : { readSchema: read.schema }),
+    });
     this.shapes.set(e.name, readShape);
     return { name: e.name, spec, source: { file: e.src.path, pointer: e.pointer } };
   }
@@ -604,26 +597,6 @@ function walkSchema(schema: JsonSchema, at: string, visit: (node: JsonObject, at
     const v = schema[kw];
     if (Array.isArray(v)) v.forEach((s, i) => { if (isSchema(s)) walkSchema(s, `${at}/${kw}/${i}`, visit); });
   }
-}
-
-/** Adds `_meta/uuid` (the document's publication UUID, assigned by the runtime) to a schema, as Flow's build does. */
-export function withMeta(schema: JsonSchema): JsonSchema {
-  const uuid: JsonObject = { type: 'string', format: 'uuid', description: 'Unique identifier of this document, assigned by the runtime; encodes its publication time' };
-  if (schema === false) return false;
-  // Copies only the objects on the path it changes (root, properties, _meta, its properties): a deep copy of
-  // every schema was 7 % of loading a large catalog. The rest is shared with the source value, never mutated.
-  const out: JsonObject = schema === true ? {} : { ...schema };
-  const props: JsonObject = isObject(out.properties) ? { ...out.properties } : {};
-  const meta = props._meta;
-  if (meta === undefined || meta === true) {
-    props._meta = { type: 'object', properties: { uuid } };
-  } else if (isObject(meta)) {
-    const mp: JsonObject = isObject(meta.properties) ? { ...meta.properties } : {};
-    if (!('uuid' in mp)) mp.uuid = uuid;
-    props._meta = { ...meta, properties: mp };
-  }
-  out.properties = props;
-  return out;
 }
 
 /** Copies a sub-schema, replacing `#/…` references to its enclosing document with the referenced values. */

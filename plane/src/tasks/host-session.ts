@@ -2,11 +2,15 @@
 // process or container, requests go to its stdin, responses come back in order, and a failed exit
 // rejects with the connector's last error line, prefixed with the task name.
 import { ConnectorExitError, type JsonObject } from '@sluice/runtime';
-import { startConnector, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
+import { startConnector, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
-export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protocol, task: string, hooks: SessionHooks = {}): ConnectorSession<Req, Res> {
+/** Limits the plane leaves unset and `sluice raw` takes from its command line. */
+export type SessionLimits = Pick<ConnectorProcessOptions, 'timeoutMs' | 'idleTimeoutMs'>;
+
+export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protocol, task: string, hooks: SessionHooks = {}, limits: SessionLimits = {}): ConnectorSession<Req, Res> {
   const proc = startConnector(target, {
+    ...limits,
     protocol,
     name: task,
     onLog: (log) => hooks.onLog?.({
@@ -45,5 +49,8 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
     kill() {
       void proc.kill(0);
     },
+    // What the driver waits for names the wait in an idle-timeout error.
+    get awaiting() { return proc.awaiting; },
+    set awaiting(what: string) { proc.awaiting = what; },
   };
 }

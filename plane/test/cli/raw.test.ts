@@ -180,7 +180,35 @@ describe('sluice raw: against a command', () => {
     const r = await sluice(['raw', 'validate', '--protocol', 'materialize', '--config', matConfig, '--bindings', matBindings, ...materialize]);
     assert.equal(r.code, 0, r.stderr);
     assert.deepEqual(JSON.parse(r.lines[0]!).validated.bindings[0].resourcePath, ['t_users']);
-    assert.deepEqual(Object.keys(JSON.parse(r.lines[0]!).validated.bindings[0].constraints), ['address', 'flow_document', 'id', 'name']);
+    // The catalog's projections: flow_published_at too, as Flow builds every collection.
+    assert.deepEqual(Object.keys(JSON.parse(r.lines[0]!).validated.bindings[0].constraints), ['address', 'flow_document', 'flow_published_at', 'id', 'name']);
+  });
+  it('specs are built as for a catalog: the state key comes from the validated resource path', async () => {
+    const keyed = file('mat-keyed.yaml', '- resource: {table: users}\n  collection: acme/users\n  stateKey: acme/users\n');
+    const r = await sluice(['raw', 'apply', '--protocol', 'materialize', '--config', matConfig, '--bindings', keyed, ...materialize]);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderrLines.at(-1), 'sluice raw: binding 0 ({"table":"users"}): "stateKey" is "acme/users", but the state key of resource path ["t_users"] is "t_users" (Flow\'s rule: the path\'s components percent-encoded, joined by %2F, .v<backfill> after a backfill); remove it');
+  });
+  it('field selection is the build\'s: a value that is not a projection is refused naming it', async () => {
+    const bad = file('mat-bad-field.yaml', '- resource: {table: users}\n  collection: acme/users\n  schema: {type: object, required: [id], properties: {id: {type: integer}}}\n  fields: {values: [nmae]}\n');
+    const r = await sluice(['raw', 'apply', '--protocol', 'materialize', '--config', matConfig, '--bindings', bad, ...materialize]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderrLines.at(-1)!, /^sluice raw: materialization "sluice\/raw" binding 0 \(acme\/users\): `fields.include` names "nmae", which is not a projection of collection "acme\/users"$/);
+  });
+  it('every binding with a resourcePath: an offline build, no validate (a connector without one still applies)', async () => {
+    const offline = file('mat-offline.yaml', '- resource: {table: users}\n  resourcePath: [t_users]\n  collection: acme/users\n  fields: {values: [name]}\n');
+    const noValidate = file('no-validate.ts', [
+      "import { createInterface } from 'node:readline';",
+      'for await (const line of createInterface({ input: process.stdin })) {',
+      '  const req = JSON.parse(line);',
+      "  if (!req.apply) { process.stderr.write('validate must not run\\n'); process.exit(1); }",
+      '  const b = req.apply.materialization.bindings[0];',
+      '  process.stdout.write(JSON.stringify({ applied: { actionDescription: `${b.stateKey} ${b.fieldSelection.keys} ${b.fieldSelection.values} ${b.fieldSelection.document}` } }) + "\\n");',
+      '}',
+    ].join('\n'));
+    const r = await sluice(['raw', 'apply', '--protocol', 'materialize', '--bindings', offline, '--', node, noValidate]);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.lines, ['{"applied":{"actionDescription":"t_users id name flow_document"}}']);
   });
 });
 
