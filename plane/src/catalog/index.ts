@@ -1,6 +1,7 @@
 // Catalog loading: flow.yaml → validated Catalog with built collection specs; reductions by schema.
 export * from './types.ts';
-export { loadCatalog, isValidName, parseInterval, DEFAULT_INTERVAL_SECONDS } from './load.ts';
+export { loadCatalog, parseInterval, DEFAULT_INTERVAL_SECONDS } from './load.ts';
+export { isValidName } from './catalog-file.ts';
 export { collectionSpec, withMeta } from './collection-spec.ts';
 export { catalogSchema } from './catalog-schema.ts';
 export type { CatalogFile } from './catalog-schema.ts';

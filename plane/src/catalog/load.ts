@@ -1,45 +1,32 @@
 // Loads a flow.yaml catalog and everything it imports, validates it (schemas/catalog.schema.json plus the
 // rules a JSON Schema cannot say: names resolve, keys are well-typed, reduce strategies are supported,
 // partition and field selections name real fields) and builds each collection's spec. Every problem
-// found is reported together, each with file, line, JSON pointer and what to do.
+// found is reported together, each with file, line, JSON pointer and what to do. Beside it: catalog-file.ts
+// (a file against the catalog schema, ajv errors → problems), schema-checks.ts (checks of authors' schemas),
+// collection-spec.ts (a collection's protocol spec), types.ts (the loaded model).
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { closestName, pointerOf, resolvePointer, unescapePointerToken } from '@sluice/runtime';
+import { pointerOf, resolvePointer } from '@sluice/runtime';
 import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 import type {
   CaptureDef, Catalog, CollectionDef, EndpointRef, FieldsDef, MaterializationDef, PartitionSelectorDef, TestDef, TestStep,
 } from './types.ts';
-import { createAjv } from './ajv.ts';
-import type { ErrorObject, ValidateFunction } from './ajv.ts';
-import { catalogSchema, NAME_PATTERN } from './catalog-schema.ts';
 import type { CaptureFile, CatalogFile, CollectionFile, EndpointFile, MaterializationFile, TestFile } from './catalog-schema.ts';
-import { CatalogError, escapeControls } from './errors.ts';
+import { catalogValidator, schemaProblems } from './catalog-file.ts';
+import { CatalogError } from './errors.ts';
 import type { CatalogProblem } from './errors.ts';
 import { collectionSpec } from './collection-spec.ts';
 import type { ExplicitProjection } from './projections.ts';
 import { SUPPORTED_STRATEGIES } from './reduce.ts';
-import { ALL_TYPES, embeddedResources, isObject, isSchema, locate, shapeOf } from './shape.ts';
+import { isObject, isSchema, locate, shapeOf } from './shape.ts';
+import { keyProblem, schemaDefects, walkSchema } from './schema-checks.ts';
+import type { Shape } from './shape.ts';
 import { bundleSchemaRefs, withWriteSchemaRefs } from './schema-refs.ts';
 import type { ReadSchemaFile, SchemaRole } from './schema-refs.ts';
-import type { Shape } from './shape.ts';
 import { readSourceText, SourceFile } from './source-file.ts';
 
-// The schema's Name: components that are `.` or `..` would be path traversal wherever a name becomes a path
-// (journal names, data-dir files, connector resources).
-const NAME_RULE = "one or more components of Unicode letters, numbers, '-', '_' or '.' (a component may not be '.' or '..'), separated by '/', with no empty component and no leading or trailing '/'";
 /** Flow's default interval between capture runs. */
 export const DEFAULT_INTERVAL_SECONDS = 300;
-const KEY_TYPES = new Set(['string', 'integer', 'boolean']);
-
-export function isValidName(name: string): boolean {
-  return NAME_PATTERN.test(name);
-}
-
-let validateCatalogFile: ValidateFunction<CatalogFile> | undefined;
-function catalogValidator(): ValidateFunction<CatalogFile> {
-  validateCatalogFile ??= createAjv({ verbose: true }).compile<CatalogFile>(catalogSchema);
-  return validateCatalogFile;
-}
 
 /** A definition of a catalog file that validated against catalogSchema, as written (`raw`), and where it is. */
 interface Entry<T = unknown> { kind: Kind; name: string; src: SourceFile; pointer: string; raw: T }
@@ -495,110 +482,6 @@ class Loader {
   }
 }
 
-// One shared instance checks schemas against the 2020-12 meta-schema. Compiling each collection's schema with
-// its own ajv instance cost ~10 ms a collection (5,000 collections took a minute): documents' validators are
-// compiled where documents are validated (journals/validator.ts), once per schema.
-let metaAjv: ReturnType<typeof createAjv> | undefined;
-const defectsByText = new Map<string, { at: string; message: string }[]>();
-
-/**
- * What keeps `schema` from compiling: meta-schema violations, regular expressions that do not compile (as
- * ajv compiles them, with the u flag) and local references that resolve to nothing. Memoised by text.
- */
-export function schemaDefects(schema: JsonSchema): { at: string; message: string }[] {
-  const text = JSON.stringify(schema);
-  const known = defectsByText.get(text);
-  if (known) return known;
-  const out: { at: string; message: string }[] = [];
-  metaAjv ??= createAjv({ strict: false, logger: false });
-  try {
-    if (!metaAjv.validateSchema(schema as object | boolean)) {
-      for (const e of metaAjv.errors ?? []) out.push({ at: e.instancePath, message: `${e.message ?? e.keyword}` });
-    }
-  } catch (err) {
-    out.push({ at: '', message: (err as Error).message });
-  }
-  walkSchema(schema, '', (node, at) => {
-    const patterns: [string, string][] = [];
-    if (typeof node.pattern === 'string') patterns.push([node.pattern, `${at}/pattern`]);
-    if (isObject(node.patternProperties)) for (const p of Object.keys(node.patternProperties)) patterns.push([p, `${at}/patternProperties`]);
-    for (const [p, where] of patterns) {
-      try {
-        new RegExp(p, 'u');
-      } catch (err) {
-        out.push({ at: where, message: `pattern ${JSON.stringify(p)} is not a valid regular expression: ${(err as Error).message}` });
-      }
-    }
-    if (typeof node.$ref === 'string' && node.$ref.startsWith('#') && !hasAnchorOrPointer(resourceAt(schema, at), node.$ref)) {
-      out.push({ at: `${at}/$ref`, message: `can't resolve reference ${node.$ref}` });
-    } else if (typeof node.$ref === 'string' && !node.$ref.startsWith('#')) {
-      const hash = node.$ref.indexOf('#');
-      const resource = embeddedResources(schema).get(hash < 0 ? node.$ref : node.$ref.slice(0, hash));
-      if (resource === undefined || (hash >= 0 && !hasAnchorOrPointer(resource, node.$ref.slice(hash)))) {
-        out.push({ at: `${at}/$ref`, message: `can't resolve reference ${node.$ref}` });
-      }
-    }
-  });
-  if (defectsByText.size > 10_000) defectsByText.clear();
-  defectsByText.set(text, out);
-  return out;
-}
-
-/** The schema resource a pointer into `schema` is in: an embedded one (`$defs` entry with `$id`), or `schema`. */
-function resourceAt(schema: JsonSchema, at: string): JsonSchema {
-  const m = /^\/(\$defs|definitions)\/([^/]+)/.exec(at);
-  if (m && isObject(schema)) {
-    const defs = schema[m[1]!];
-    const d = isObject(defs) ? defs[unescapePointerToken(m[2]!)] : undefined;
-    if (isObject(d) && typeof d.$id === 'string') return d;
-  }
-  return schema;
-}
-
-function hasAnchorOrPointer(schema: JsonSchema, ref: string): boolean {
-  let fragment: string;
-  try {
-    fragment = decodeURIComponent(ref.slice(1));
-  } catch {
-    return false;
-  }
-  if (fragment === '' || fragment.startsWith('/')) return resolvePointer(schema, fragment) !== undefined;
-  let found = false;
-  walkSchema(schema, '', (node) => {
-    if (node.$anchor === fragment || node.$dynamicAnchor === fragment) found = true;
-  });
-  return found;
-}
-
-/** Why a key or partition location is unsuitable, or null when it always exists with a key type. */
-function keyProblem(shape: Shape, ptr: string): string | null {
-  const { shape: at, exists } = locate(shape, ptr);
-  if (exists === 'CANNOT') return 'cannot exist';
-  if (exists !== 'MUST') return 'may not exist (it is not required, or a parent is not required or may not be an object)';
-  const types = ALL_TYPES.filter((t) => at.types.has(t));
-  const bad = types.filter((t) => !KEY_TYPES.has(t));
-  if (types.length === 0 || bad.length > 0) return `may be of type ${bad.length ? bad.join(' or ') : 'anything'}`;
-  return null;
-}
-
-/** Visits every sub-schema with its JSON pointer relative to `schema`. */
-function walkSchema(schema: JsonSchema, at: string, visit: (node: JsonObject, at: string) => void): void {
-  if (!isObject(schema)) return;
-  visit(schema, at);
-  for (const kw of ['properties', 'patternProperties', '$defs', 'definitions', 'dependentSchemas']) {
-    const m = schema[kw];
-    if (isObject(m)) for (const [k, v] of Object.entries(m)) if (isSchema(v)) walkSchema(v, `${at}${pointerOf(kw, k)}`, visit);
-  }
-  for (const kw of ['additionalProperties', 'items', 'not', 'if', 'then', 'else', 'contains', 'propertyNames', 'unevaluatedProperties', 'unevaluatedItems', 'additionalItems']) {
-    const v = schema[kw];
-    if (isSchema(v)) walkSchema(v, `${at}/${kw}`, visit);
-  }
-  for (const kw of ['allOf', 'anyOf', 'oneOf', 'prefixItems', 'items']) {
-    const v = schema[kw];
-    if (Array.isArray(v)) v.forEach((s, i) => { if (isSchema(s)) walkSchema(s, `${at}/${kw}/${i}`, visit); });
-  }
-}
-
 /** Copies a sub-schema, replacing `#/…` references to its enclosing document with the referenced values. */
 function inlineLocalRefs(schema: JsonObject, doc: JsonValue, depth = 0): JsonObject {
   const visit = (v: JsonValue, d: number): JsonValue => {
@@ -625,71 +508,4 @@ export function parseInterval(s: string): number {
     total += m[2] === 'ms' ? n / 1000 : m[2] === 's' ? n : m[2] === 'm' ? n * 60 : n * 3600;
   }
   return total;
-}
-
-interface SchemaProblem { pointer: string; message: string; key: boolean }
-
-/**
- * A value as a JSON string literal with every control, bidi and line/paragraph separator character escaped, so a
- * hostile name cannot rewrite a terminal or log line when it is echoed.
- */
-export function quoted(value: unknown): string {
-  return escapeControls(JSON.stringify(value) ?? String(value));
-}
-
-/** Turns ajv errors against catalog.schema.json into messages an author can act on. */
-function schemaProblems(errors: ErrorObject[]): SchemaProblem[] {
-  let errs = [...errors];
-  // anyOf: when exactly one branch fits the value's type, report that branch's errors; else one summary.
-  for (const a of errors.filter((x) => x.keyword === 'anyOf')) {
-    const branches = ((a.parentSchema as JsonObject | undefined)?.anyOf as JsonObject[] | undefined) ?? [];
-    const inBranch = (x: ErrorObject, i: number) => x.schemaPath.startsWith(`${a.schemaPath}/${i}/`);
-    const viable = branches.map((_, i) => i).filter((i) => !errs.some((x) => inBranch(x, i) && x.instancePath === a.instancePath && x.keyword === 'type'));
-    if (viable.length === 1) {
-      errs = errs.filter((x) => x !== a && !branches.some((_, i) => i !== viable[0] && inBranch(x, i)));
-    } else {
-      errs = errs.filter((x) => !branches.some((_, i) => inBranch(x, i)));
-    }
-  }
-  const out: SchemaProblem[] = [];
-  const seen = new Set<string>();
-  for (const e of errs) {
-    let p: SchemaProblem;
-    const propertyName = (e as ErrorObject & { propertyName?: string }).propertyName;
-    if (e.keyword === 'propertyNames') continue; // reported through the name's own error
-    if (propertyName !== undefined) {
-      p = { pointer: `${e.instancePath}${pointerOf(propertyName)}`, key: true, message: `${quoted(propertyName)} is not a valid catalog name: names are ${NAME_RULE}` };
-    } else if (e.keyword === 'required') {
-      p = { pointer: e.instancePath, key: false, message: `missing required property "${String(e.params.missingProperty)}"` };
-    } else if (e.keyword === 'additionalProperties') {
-      const allowed = Object.keys(((e.parentSchema as JsonObject | undefined)?.properties as JsonObject | undefined) ?? {});
-      const name = String(e.params.additionalProperty);
-      const near = closestName(name, allowed);
-      p = { pointer: `${e.instancePath}${pointerOf(name)}`, key: true, message: `unknown property ${quoted(name)}; ${near !== undefined ? `did you mean "${near}"? (expected one of: ${allowed.join(', ')})` : `expected one of: ${allowed.join(', ')}`}` };
-    } else if (e.keyword === 'enum') {
-      const allowed = (e.params.allowedValues as JsonValue[] | undefined) ?? [];
-      const near = typeof e.data === 'string' ? closestName(e.data, allowed.filter((x): x is string => typeof x === 'string')) : undefined;
-      p = { pointer: e.instancePath, key: false, message: `${quoted(e.data)} is not one of ${allowed.map((x) => quoted(x)).join(', ')}${near !== undefined ? `; did you mean "${near}"?` : ''}` };
-    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'Catalog name') {
-      p = { pointer: e.instancePath, key: false, message: `${quoted(e.data)} is not a valid catalog name: names are ${NAME_RULE}` };
-    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'JSON pointer') {
-      p = { pointer: e.instancePath, key: false, message: `${JSON.stringify(e.data)} is not a JSON pointer; write locations like /id or /address/city` };
-    } else if (e.keyword === 'pattern' && (e.parentSchema as JsonObject | undefined)?.title === 'Interval') {
-      p = { pointer: e.instancePath, key: false, message: `${JSON.stringify(e.data)} is not a duration; write e.g. 30s, 5m, 1h or 1h30m` };
-    } else if (e.keyword === 'anyOf') {
-      const branches = ((e.parentSchema as JsonObject | undefined)?.anyOf as JsonObject[] | undefined) ?? [];
-      const kinds = branches.map((b) => (b.title as string | undefined) ?? (Array.isArray(b.type) ? b.type.join(' or ') : String(b.type ?? 'value')));
-      p = { pointer: e.instancePath, key: false, message: `must be ${[...new Set(kinds)].join(', or ')}` };
-    } else if (e.keyword === 'maxProperties' || e.keyword === 'minProperties') {
-      const allowed = Object.keys(((e.parentSchema as JsonObject | undefined)?.properties as JsonObject | undefined) ?? {});
-      p = { pointer: e.instancePath, key: false, message: `must have exactly one of: ${allowed.join(', ')}` };
-    } else if (e.keyword === 'const' && e.instancePath.endsWith('/protobuf')) {
-      p = { pointer: e.instancePath, key: false, message: 'only the JSON codec is supported; remove "protobuf"' };
-    } else {
-      p = { pointer: e.instancePath, key: false, message: e.message ?? e.keyword };
-    }
-    const id = `${p.pointer}\u0000${p.message}`;
-    if (!seen.has(id)) { seen.add(id); out.push(p); }
-  }
-  return out;
 }
