@@ -1,103 +1,31 @@
 // The control store: live specs, publications, controller state, connector statuses, shard failures,
 // task metrics and refresh tokens, in SQLite (node:sqlite, WAL) under the data dir, so status survives
-// restarts. It implements ControlRecorder (what the data plane reports) and answers the status API.
-import { createHash } from 'node:crypto';
+// restarts. It implements ControlRecorder (what the data plane reports) and answers the status API. What a
+// live spec row holds is in live-spec.ts, task metrics in task-metrics.ts, refresh tokens in
+// refresh-token-rows.ts; this file opens the database and keeps the live specs and publications.
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
-import type { CatalogType } from '../catalog/types.ts';
 import type {
-  ControlRecorder, JobStatusType, PublicationOutcome, PublishInput, ShardFailureInput, TaskMetricsInput,
+  ControlRecorder, PublicationOutcome, PublishInput, ShardFailureInput, TaskMetricsInput,
 } from './recorder.ts';
 import { IdGenerator } from './ids.ts';
 import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { upgradeImage } from './upgrade.ts';
+import {
+  type ActivationState, type LiveSpecRow, type PublicationInfo, type Row, fromRow, hashSpec, imageOf, shardRef,
+} from './live-spec.ts';
+import { getToken, insertToken, type RefreshTokenRow, useToken } from './refresh-token-rows.ts';
+import { addTaskMetrics, type MetricsRow, taskMetrics } from './task-metrics.ts';
+
+export type { ActivationState, AlertState, LiveSpecRow, PublicationInfo, ShardRef } from './live-spec.ts';
+export { hashSpec, imageOf, shardRef } from './live-spec.ts';
+export type { MetricsRow } from './task-metrics.ts';
+export type { RefreshTokenRow } from './refresh-token-rows.ts';
 
 /** How many condensed entries of publication history each spec keeps (newest first). */
 export const HISTORY_LIMIT = 5;
 const DAY_MS = 24 * 3600 * 1000;
-
-export interface PublicationInfo {
-  id: string;
-  created?: string;
-  completed?: string;
-  detail?: string | null;
-  result?: { type: JobStatusType } | null;
-  errors?: { detail: string; catalog_name?: string; scope?: string }[];
-  is_touch?: boolean;
-  count?: number;
-}
-
-export interface ShardRef { name: string; keyBegin: string; rClockBegin: string; build: string }
-
-export interface ActivationState {
-  last_activated?: string;
-  last_activated_at?: string;
-  last_failure?: { shard: ShardRef; ts: string; message: string; fields?: JsonObject };
-  next_retry?: string;
-  shard_status?: { status: 'Ok' | 'Pending' | 'Failed'; first_ts: string; last_ts: string; count: number };
-}
-
-export interface AlertState {
-  state: 'firing' | 'resolved';
-  spec_type: CatalogType;
-  first_ts: string;
-  last_ts: string | null;
-  error: string;
-  count: number;
-  resolved_at: string | null;
-  [extra: string]: JsonValue;
-}
-
-/** Everything the store knows about one live spec. */
-export interface LiveSpecRow {
-  catalogName: string;
-  liveSpecId: string;
-  specType: CatalogType;
-  spec: JsonObject;
-  connected: string[];
-  disabled: boolean;
-  lastPubId: string;
-  lastBuildId: string;
-  createdAt: string;
-  updatedAt: string;
-  controllerUpdatedAt: string;
-  controllerError: string | null;
-  controllerFailures: number;
-  controllerNextRun: string | null;
-  history: PublicationInfo[];
-  activation: ActivationState;
-  alerts: Record<string, AlertState>;
-  /** Tests only: null until the first result. */
-  passing: boolean | null;
-  connectorStatus: { shard: ShardRef; ts: string; message: string; fields: JsonObject } | null;
-  /** The image the data plane runs instead of the catalog's, after an upgrade. */
-  imageOverride: string | null;
-}
-
-export interface MetricsRow {
-  task: string;
-  binding: string;
-  docsRead: number;
-  bytesRead: number;
-  docsWritten: number;
-  bytesWritten: number;
-  lastTs: string | null;
-}
-
-export interface RefreshTokenRow {
-  id: string;
-  hash: string;
-  subject: string;
-  role: string;
-  prefixes: string[];
-  multiUse: boolean;
-  validForSeconds: number;
-  uses: number;
-  createdAt: string;
-  updatedAt: string;
-  detail: string;
-}
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS live_specs (
@@ -162,8 +90,6 @@ CREATE TABLE IF NOT EXISTS refresh_tokens (
   detail TEXT NOT NULL
 );
 `;
-
-type Row = Record<string, string | number | null>;
 
 /** The control store's file in the data dir (its presence is what `token create` calls plane state). */
 export const CONTROL_DB = 'control.db';
@@ -377,12 +303,7 @@ export class ControlStore implements ControlRecorder {
   }
 
   taskMetrics(catalogName: string, m: TaskMetricsInput): void {
-    this.db.prepare(`INSERT INTO task_metrics (task, binding, docs_read, bytes_read, docs_written, bytes_written, last_ts)
-      VALUES (?, ?, ?, ?, ?, ?, ?)
-      ON CONFLICT (task, binding) DO UPDATE SET docs_read = docs_read + excluded.docs_read, bytes_read = bytes_read + excluded.bytes_read,
-        docs_written = docs_written + excluded.docs_written, bytes_written = bytes_written + excluded.bytes_written,
-        last_ts = max(coalesce(last_ts, ''), excluded.last_ts)`)
-      .run(catalogName, m.binding, m.docsRead ?? 0, m.bytesRead ?? 0, m.docsWritten ?? 0, m.bytesWritten ?? 0, m.ts.toISOString());
+    addTaskMetrics(this.db, catalogName, m);
   }
 
   // ---- queries ----
@@ -411,10 +332,7 @@ export class ControlStore implements ControlRecorder {
   }
 
   metrics(prefix: string): MetricsRow[] {
-    return (this.db.prepare('SELECT * FROM task_metrics WHERE substr(task, 1, length(?)) = ? ORDER BY task, binding').all(prefix, prefix) as Row[]).map((r) => ({
-      task: String(r.task), binding: String(r.binding), docsRead: Number(r.docs_read), bytesRead: Number(r.bytes_read),
-      docsWritten: Number(r.docs_written), bytesWritten: Number(r.bytes_written), lastTs: r.last_ts === null ? null : String(r.last_ts),
-    }));
+    return taskMetrics(this.db, prefix);
   }
 
   publications(): { id: string; created: string; detail: string; result: string; errors: JsonValue; specs: string[] }[] {
@@ -427,26 +345,16 @@ export class ControlStore implements ControlRecorder {
   // ---- refresh tokens ----
 
   insertToken(t: RefreshTokenRow): void {
-    this.db.prepare(`INSERT INTO refresh_tokens (id, hash, subject, role, prefixes_json, multi_use, valid_for_seconds, uses, created_at, updated_at, detail)
-      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-      .run(t.id, t.hash, t.subject, t.role, JSON.stringify(t.prefixes), t.multiUse ? 1 : 0, t.validForSeconds, t.uses, t.createdAt, t.updatedAt, t.detail);
+    insertToken(this.db, t);
   }
 
   getToken(id: string): RefreshTokenRow | undefined {
-    const r = this.db.prepare('SELECT * FROM refresh_tokens WHERE id = ?').get(id) as Row | undefined;
-    if (!r) return undefined;
-    return {
-      id: String(r.id), hash: String(r.hash), subject: String(r.subject), role: String(r.role),
-      prefixes: JSON.parse(String(r.prefixes_json)) as string[], multiUse: r.multi_use === 1, validForSeconds: Number(r.valid_for_seconds),
-      uses: Number(r.uses), createdAt: String(r.created_at), updatedAt: String(r.updated_at), detail: String(r.detail),
-    };
+    return getToken(this.db, id);
   }
 
   /** Compare-and-set of a token's hash (so a refresh token is used once even under concurrent exchanges). */
   useToken(id: string, expectedHash: string, newHash: string, now: Date): boolean {
-    const res = this.db.prepare('UPDATE refresh_tokens SET hash = ?, uses = uses + 1, updated_at = ? WHERE id = ? AND hash = ?')
-      .run(newHash, now.toISOString(), id, expectedHash);
-    return Number(res.changes) === 1;
+    return useToken(this.db, id, expectedHash, newHash, now);
   }
 
   // ---- internals ----
@@ -499,46 +407,3 @@ export class ControlStore implements ControlRecorder {
   }
 }
 
-export function shardRef(name: string, build: string): ShardRef {
-  return { name, keyBegin: '00000000', rClockBegin: '00000000', build };
-}
-
-function fromRow(r: Row): LiveSpecRow {
-  return {
-    catalogName: String(r.catalog_name), liveSpecId: String(r.live_spec_id), specType: String(r.spec_type) as CatalogType,
-    spec: JSON.parse(String(r.spec_json)) as JsonObject, connected: JSON.parse(String(r.connected_json)) as string[],
-    disabled: r.disabled === 1, lastPubId: String(r.last_pub_id), lastBuildId: String(r.last_build_id),
-    createdAt: String(r.created_at), updatedAt: String(r.updated_at), controllerUpdatedAt: String(r.controller_updated_at),
-    controllerError: r.controller_error === null ? null : String(r.controller_error), controllerFailures: Number(r.controller_failures),
-    controllerNextRun: r.controller_next_run === null ? null : String(r.controller_next_run),
-    history: JSON.parse(String(r.history_json)) as PublicationInfo[],
-    activation: JSON.parse(String(r.activation_json)) as ActivationState,
-    alerts: JSON.parse(String(r.alerts_json)) as Record<string, AlertState>,
-    passing: r.passing === null ? null : r.passing === 1,
-    connectorStatus: r.connector_status_json === null ? null : JSON.parse(String(r.connector_status_json)) as LiveSpecRow['connectorStatus'],
-    imageOverride: r.image_override === null ? null : String(r.image_override),
-  };
-}
-
-/** Stable hash of a spec's JSON (member order does not matter). */
-export function hashSpec(spec: JsonValue): string {
-  return createHash('sha256').update(canonicalJson(spec)).digest('hex');
-}
-
-function canonicalJson(v: JsonValue): string {
-  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
-  if (v !== null && typeof v === 'object') {
-    return `{${Object.keys(v).sort().filter((k) => v[k] !== undefined).map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k]!)}`).join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
-
-/** The connector image of a task spec: a MaterializationDef/CaptureDef (`endpoint.image`) or catalog JSON (`endpoint.connector.image`). */
-export function imageOf(spec: JsonObject): string | undefined {
-  const ep = spec.endpoint;
-  if (ep === null || typeof ep !== 'object' || Array.isArray(ep)) return undefined;
-  if (typeof ep.image === 'string') return ep.image;
-  const c = ep.connector;
-  if (c !== null && typeof c === 'object' && !Array.isArray(c) && typeof c.image === 'string') return c.image;
-  return undefined;
-}
