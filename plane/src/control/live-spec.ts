@@ -3,42 +3,19 @@
 import { createHash } from 'node:crypto';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import type { CatalogType } from '../catalog/types.ts';
-import type { JobStatusType } from './recorder.ts';
+import type { ActivationStatus, ControllerAlertStatus, PublicationInfoStatus, ShardRefStatus } from './status-schemas.ts';
 
 /** A row as node:sqlite returns it. */
 export type Row = Record<string, string | number | null>;
 
-export interface PublicationInfo {
-  id: string;
-  created?: string;
-  completed?: string;
-  detail?: string | null;
-  result?: { type: JobStatusType } | null;
-  errors?: { detail: string; catalog_name?: string; scope?: string }[];
-  is_touch?: boolean;
-  count?: number;
-}
+// The status members are the API's (schemas/api, written in status-schemas.ts): their types come from there.
+/** What the store keeps of a status object: the schema's members, without the nulls the API allows but the store never writes. */
+type Stored<T> = { [K in keyof T]: Exclude<T[K], null> };
 
-export interface ShardRef { name: string; keyBegin: string; rClockBegin: string; build: string }
-
-export interface ActivationState {
-  last_activated?: string;
-  last_activated_at?: string;
-  last_failure?: { shard: ShardRef; ts: string; message: string; fields?: JsonObject };
-  next_retry?: string;
-  shard_status?: { status: 'Ok' | 'Pending' | 'Failed'; first_ts: string; last_ts: string; count: number };
-}
-
-export interface AlertState {
-  state: 'firing' | 'resolved';
-  spec_type: CatalogType;
-  first_ts: string;
-  last_ts: string | null;
-  error: string;
-  count: number;
-  resolved_at: string | null;
-  [extra: string]: JsonValue;
-}
+export type PublicationInfo = PublicationInfoStatus;
+export type ShardRef = ShardRefStatus;
+export type ActivationState = Stored<Omit<ActivationStatus, 'recent_failure_count'>>;
+export type AlertState = ControllerAlertStatus;
 
 /** Everything the store knows about one live spec. */
 export interface LiveSpecRow {

@@ -58,7 +58,7 @@ export function summaryOf(row: LiveSpecRow | undefined, status: JsonObject | und
   // 7. Shard status checks.
   const ss = a.shard_status;
   if (ss?.status === 'Pending') {
-    return ss.count <= PENDING_CHECKS_LIMIT
+    return (ss.count ?? 1) <= PENDING_CHECKS_LIMIT
       ? { status: 'warning', message: 'waiting for task shards to be ready' }
       : { status: 'error', message: 'task shards have been pending for a long time' };
   }

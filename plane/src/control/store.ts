@@ -234,7 +234,7 @@ export class ControlStore implements ControlRecorder {
       const ts = at.toISOString();
       const cur = row.activation.shard_status;
       if (cur && cur.status === status) {
-        cur.count += 1;
+        cur.count = (cur.count ?? 1) + 1; // the schema leaves count optional; the store always writes it
         cur.last_ts = ts;
       } else {
         row.activation.shard_status = { status, first_ts: ts, last_ts: ts, count: 1 };
