@@ -3,10 +3,9 @@
 // (plane/src/api) computes StatusResponse items from them. All timestamps are Date.
 import type { JsonObject } from '@sluice/runtime';
 import type { CatalogType } from '../catalog/types.ts';
+import type { StatusTypeStatus } from './status-schemas.ts';
 
-export type JobStatusType =
-  | 'queued' | 'buildFailed' | 'testFailed' | 'publishFailed' | 'success' | 'emptyDraft'
-  | 'expectPubIdMismatch' | 'buildIdLockFailure' | 'deprecatedBackground';
+export type JobStatusType = StatusTypeStatus;
 
 export interface PublishedSpec {
   catalogName: string;

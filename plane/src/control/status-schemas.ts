@@ -84,6 +84,11 @@ export const statusSchemas = {
       type: 'string',
       enum: ['capture', 'collection', 'materialization', 'test'],
     },
+    StatusSummaryType: {
+      description: 'ok: no problem seen; taskDisabled: task disabled; warning: not fully working, expected to clear soon; error: an error with this spec.',
+      type: 'string',
+      enum: ['ok', 'taskDisabled', 'warning', 'error'],
+    },
     ShardRef: {
       description: 'A shard of a task.',
       type: 'object',
@@ -331,6 +336,8 @@ type Def<N extends string> = FromSchemaDef<typeof statusSchemas, N>;
 export type StatusSchemaName = keyof typeof statusSchemas.$defs;
 
 export type CatalogTypeStatus = Def<'CatalogType'>;
+export type StatusTypeStatus = Def<'StatusType'>;
+export type StatusSummaryTypeStatus = Def<'StatusSummaryType'>;
 export type ShardRefStatus = Def<'ShardRef'>;
 export type ShardFailureStatus = Def<'ShardFailure'>;
 export type ShardStatusCheckStatus = Def<'ShardStatusCheck'>;

@@ -2,8 +2,9 @@
 // shared/reference/control-plane.md §3 (first match wins).
 import type { JsonObject } from '@sluice/runtime';
 import type { ControlStore, LiveSpecRow } from './store.ts';
+import type { StatusSummaryTypeStatus } from './status-schemas.ts';
 
-export type SummaryStatus = 'ok' | 'taskDisabled' | 'warning' | 'error';
+export type SummaryStatus = StatusSummaryTypeStatus;
 export interface Summary { status: SummaryStatus; message: string }
 
 /** Rule 7: this many Pending checks in a row turn a warning into an error. */

@@ -6,6 +6,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import { statusSchemaFile, statusSchemas, type StatusSchemaName } from '../../src/control/status-schemas.ts';
 import type { ActivationState, AlertState, PublicationInfo, ShardRef } from '../../src/control/live-spec.ts';
+import type { JobStatusType } from '../../src/control/recorder.ts';
+import type { SummaryStatus } from '../../src/control/status.ts';
 
 test('schemas/api/*.json of the status resources are generated from src/control/status-schemas.ts', () => {
   for (const name of Object.keys(statusSchemas.$defs) as StatusSchemaName[]) {
@@ -24,8 +26,10 @@ const typeChecks: true[] = [
   true satisfies Equal<AlertState['state'], 'firing' | 'resolved'>,
   true satisfies Equal<AlertState['spec_type'], 'capture' | 'collection' | 'materialization' | 'test'>,
   true satisfies Equal<PublicationInfo['id'], string>,
+  true satisfies Equal<JobStatusType, 'queued' | 'buildFailed' | 'testFailed' | 'publishFailed' | 'success' | 'emptyDraft' | 'expectPubIdMismatch' | 'buildIdLockFailure' | 'deprecatedBackground'>,
+  true satisfies Equal<SummaryStatus, 'ok' | 'taskDisabled' | 'warning' | 'error'>,
 ];
 
 test('derived status types (checked by the typecheck)', () => {
-  assert.equal(typeChecks.length, 5);
+  assert.equal(typeChecks.length, 7);
 });
