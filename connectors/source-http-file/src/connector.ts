@@ -8,8 +8,10 @@ import type {
   JsonValue, Logger,
 } from '@sluice/runtime';
 import { ConfigError, DecodeError } from './errors.ts';
-import { HttpClient, redactUrl, urlWithoutQuery } from './http.ts';
-import type { FileInfo, HttpClientOptions } from './http.ts';
+import { HttpClient } from './http.ts';
+import type { HttpClientOptions } from './http.ts';
+import type { FileInfo } from './http-response.ts';
+import { redactUrl, urlWithoutQuery } from './redact-url.ts';
 import { minorGcBudget } from './gc.ts';
 import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';

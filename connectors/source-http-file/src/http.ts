@@ -10,19 +10,21 @@ import { createRequire } from 'node:module';
 import type * as Http from 'node:http';
 import type * as Https from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import type * as Dns from 'node:dns';
 import type * as Net from 'node:net';
-import type { LookupFunction } from 'node:net';
 
 // Loaded with require: an ESM import of node:http builds its ESM facade, which reads every export and
 // so loads undici (fetch, WebSocket) too — ~45 ms of start-up this connector never uses.
 const require = createRequire(import.meta.url);
 const http = require('node:http') as typeof Http;
 const https = require('node:https') as typeof Https;
-const dns = require('node:dns') as typeof Dns;
 const net = require('node:net') as typeof Net;
 import type { Logger } from '@sluice/runtime';
 import { ConfigError, HttpError, HttpFileError, NetworkError } from './errors.ts';
+import { BODY_SNIPPET_BYTES, bodyLine, header, infoOf, parseHttpDate, parseRetryAfter, readSnippet, statusText } from './http-response.ts';
+import type { FileInfo } from './http-response.ts';
+import { classifyNetworkError } from './network-errors.ts';
+import { isPrivateAddress, lookupPublicOnly, privateAddressError } from './private-addresses.ts';
+import { redactUrl } from './redact-url.ts';
 
 export interface HttpClientOptions {
   url: string;
@@ -78,114 +80,7 @@ export const HTTP_DEFAULTS = {
   retryRefusedBeforeResponse: true,
 };
 
-export interface FileInfo {
-  /** The URL that answered, after redirects. */
-  finalUrl: string;
-  status: number;
-  lastModified: string | null;
-  etag: string | null;
-  contentLength: number | null;
-  contentType: string | null;
-  contentEncoding: string | null;
-  contentDisposition: string | null;
-  acceptRanges: boolean;
-}
-
 const MAX_REDIRECTS = 10;
-const BODY_SNIPPET_BYTES = 500;
-
-/**
- * The URL as messages and logs show it: without user:password, query string and fragment (a signed
- * URL's signature or an api_key parameter is a secret); `?…` marks a query that was there.
- */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    const hadQuery = u.search !== '';
-    u.username = '';
-    u.password = '';
-    u.search = '';
-    u.hash = '';
-    return `${u.toString()}${hadQuery ? '?…' : ''}`;
-  } catch {
-    // Not a URL: show no more than what precedes a query or fragment, without credentials.
-    return url.replace(/[?#].*$/s, '').replace(/\/\/[^/@]*@/, '//');
-  }
-}
-
-/** The same resource for "unchanged file" purposes: the URL without credentials, query and fragment. */
-export function urlWithoutQuery(url: string): string {
-  const u = new URL(url);
-  u.username = '';
-  u.password = '';
-  u.search = '';
-  u.hash = '';
-  return u.toString();
-}
-
-/** Addresses refused with blockPrivateAddresses: loopback, private, shared (CGNAT), link-local, unspecified, unique-local. */
-const PRIVATE = new net.BlockList();
-for (const [a, p] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16]] as const) PRIVATE.addSubnet(a, p, 'ipv4');
-for (const [a, p] of [['::', 128], ['::1', 128], ['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(a, p, 'ipv6');
-
-/** True for an address blockPrivateAddresses refuses (IPv4-mapped IPv6 addresses are checked as IPv4). */
-export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return PRIVATE.check(mapped[1] as string, 'ipv4');
-  const family = net.isIP(address);
-  if (family === 0) return false;
-  return PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6');
-}
-
-function privateAddressError(host: string, address: string): Error {
-  return Object.assign(new Error(`refusing to connect to ${host} (${address}): loopback and private addresses are blocked (HTTP_FILE_BLOCK_PRIVATE_ADDRESSES is set)`), { code: 'ERR_PRIVATE_ADDRESS' });
-}
-
-/** A dns lookup that fails for private addresses (Node calls it with `all: true` when it races address families). */
-const lookupPublicOnly: LookupFunction = (hostname, options, callback) => {
-  dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) { callback(err, '', 4); return; }
-    const bad = addresses.find((a) => isPrivateAddress(a.address));
-    if (bad) { callback(privateAddressError(hostname, bad.address) as NodeJS.ErrnoException, '', 4); return; }
-    if (options.all) (callback as unknown as (e: null, a: typeof addresses) => void)(null, addresses);
-    else callback(null, (addresses[0] as { address: string }).address, (addresses[0] as { family: number }).family);
-  });
-};
-
-const HTTP_DATE = [
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{2} (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d{2}:\d{2}:\d{2} GMT$/, // IMF-fixdate
-  /^(Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday), \d{2}-(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)-\d{2} \d{2}:\d{2}:\d{2} GMT$/, // RFC 850
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) [ \d]\d \d{2}:\d{2}:\d{2} \d{4}$/, // asctime
-];
-
-/** Parses an HTTP date (IMF-fixdate, RFC 850 or asctime); null when malformed. */
-export function parseHttpDate(value: string): Date | null {
-  const v = value.trim();
-  if (!HTTP_DATE.some((re) => re.test(v))) return null;
-  const ms = Date.parse(HTTP_DATE[2]?.test(v) ? `${v} GMT` : v);
-  return Number.isNaN(ms) ? null : new Date(ms);
-}
-
-function header(res: IncomingMessage, name: string): string | null {
-  const v = res.headers[name];
-  if (v === undefined) return null;
-  return Array.isArray(v) ? (v[0] ?? null) : v;
-}
-
-function infoOf(res: IncomingMessage, finalUrl: string): FileInfo {
-  const len = header(res, 'content-length');
-  return {
-    finalUrl,
-    status: res.statusCode ?? 0,
-    lastModified: header(res, 'last-modified'),
-    etag: header(res, 'etag'),
-    contentLength: len !== null && /^\d+$/.test(len.trim()) ? Number(len) : null,
-    contentType: header(res, 'content-type'),
-    contentEncoding: header(res, 'content-encoding'),
-    contentDisposition: header(res, 'content-disposition'),
-    acceptRanges: (header(res, 'accept-ranges') ?? '').toLowerCase().includes('bytes'),
-  };
-}
 
 /** A failure worth retrying (after `retryAfterMs` when the server said so). */
 class Retryable extends Error {
@@ -205,45 +100,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
     const onAbort = (): void => { clearTimeout(t); reject(signal?.reason); };
     signal?.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-function statusText(status: number): string {
-  return `${status} ${http.STATUS_CODES[status] ?? ''}`.trim();
-}
-
-/**
- * An error body as one short line for messages: tags, scripts and styles dropped (a 404's HTML page), whitespace
- * collapsed, at most 200 characters.
- */
-export function bodyLine(body: string): string {
-  const text = body.replace(/<(script|style)\b[\s\S]*?(<\/\1\s*>|$)/gi, ' ').replace(/<[^>]*>?/g, ' ')
-    .replace(/&nbsp;/g, ' ').replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&#39;/g, "'").replace(/&amp;/g, '&')
-    .replace(/\s+/g, ' ').trim();
-  return text.length > 200 ? `${text.slice(0, 199)}…` : text;
-}
-
-async function readSnippet(res: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  try {
-    for await (const chunk of res as AsyncIterable<Buffer>) {
-      chunks.push(chunk);
-      n += chunk.length;
-      if (n >= BODY_SNIPPET_BYTES) break;
-    }
-  } catch {
-    // a partial body is still useful
-  }
-  res.destroy();
-  return Buffer.concat(chunks).subarray(0, BODY_SNIPPET_BYTES).toString('utf8');
-}
-
-function parseRetryAfter(value: string | null): number | null {
-  if (value === null) return null;
-  const v = value.trim();
-  if (/^\d+$/.test(v)) return Number(v) * 1000;
-  const date = parseHttpDate(v);
-  return date ? Math.max(0, date.getTime() - Date.now()) : null;
 }
 
 export class HttpClient {
@@ -620,31 +476,3 @@ export class HttpClient {
   }
 }
 
-const TLS_CODES = /CERT|SSL|TLS|EPROTO|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/;
-
-export function classifyNetworkError(err: NodeJS.ErrnoException, url: URL): Error {
-  const host = url.hostname;
-  const code = err.code ?? '';
-  if (err.name === 'AbortError') return err;
-  if (code === 'ERR_PRIVATE_ADDRESS') return new NetworkError(err.message, { cause: err, fields: { retryable: false } });
-  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
-    return new NetworkError(`cannot resolve host '${host}' (DNS lookup failed: ${code}): check the URL's host name`, { cause: err, fields: { retryable: code === 'EAI_AGAIN' } });
-  }
-  if (code === 'ECONNREFUSED') {
-    return new NetworkError(`cannot connect to ${url.host}: connection refused (${code}): check the URL's host and port and that the server is running`, { cause: err, fields: { retryable: true, refused: true } });
-  }
-  if (TLS_CODES.test(code) || /certificate|tls|ssl/i.test(err.message)) {
-    const detail = err.message.split('\n')[0]?.replace(/^write EPROTO [0-9A-F]+:error:[0-9A-F]+:SSL routines:[^:]*:/, '').trim();
-    return new NetworkError(`TLS handshake with ${url.host} failed (${code || 'TLS error'}: ${detail}): the server's certificate must be valid and trusted for this host name`, { cause: err, fields: { retryable: false } });
-  }
-  if (code === 'CONNECT_TIMEOUT' || code === 'IDLE_TIMEOUT' || code === 'ETIMEDOUT') {
-    return new NetworkError(`timed out talking to ${url.host}: ${err.message}`, { cause: err, fields: { retryable: true } });
-  }
-  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'ECONNABORTED' || err.message === 'socket hang up') {
-    return new NetworkError(`the connection to ${url.host} dropped (${code || err.message})`, { cause: err, fields: { retryable: true } });
-  }
-  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') {
-    return new NetworkError(`host ${url.host} is unreachable (${code}): check the URL and the network`, { cause: err, fields: { retryable: true } });
-  }
-  return new NetworkError(`request to ${url.host} failed: ${err.message}`, { cause: err, fields: { retryable: false } });
-}

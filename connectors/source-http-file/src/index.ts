@@ -3,5 +3,7 @@ export type { ConnectorOptions } from './connector.ts';
 export { configSchema, resourceSchema } from './schema.ts';
 export type { EndpointConfig, ResourceConfig, ParserConfig, CsvConfig, FormatConfig } from './schema.ts';
 export * from './errors.ts';
-export { HttpClient, parseHttpDate, redactUrl, HTTP_DEFAULTS } from './http.ts';
+export { HttpClient, HTTP_DEFAULTS } from './http.ts';
+export { parseHttpDate } from './http-response.ts';
+export { redactUrl } from './redact-url.ts';
 export { parseFile } from './pipeline.ts';

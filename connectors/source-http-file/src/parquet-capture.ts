@@ -3,7 +3,8 @@
 // checkpoint every `every` documents that records the row group and row to resume at.
 import type { CaptureOutput, JsonObject, Logger } from '@sluice/runtime';
 import { ConfigError, DecodeError } from './errors.ts';
-import type { FileInfo, HttpClient } from './http.ts';
+import type { HttpClient } from './http.ts';
+import type { FileInfo } from './http-response.ts';
 import { LineSink } from './lines.ts';
 import { BatchCutter, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
 import type { ByteSource, ParquetLines } from './parquet.ts';
