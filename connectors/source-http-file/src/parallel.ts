@@ -7,6 +7,7 @@
 // (@sluice/runtime/thread; it imports nothing of the runtime's index, which would cost this thread ~36 MB).
 import { rebuildError as rebuild, threadModule } from '@sluice/runtime/thread';
 import type { SerializedError } from '@sluice/runtime/thread';
+import { ThreadInbox } from './thread-inbox.ts';
 import { minorGcBudget } from './gc.ts';
 import type { FramedBatch } from './lines.ts';
 import { ConfigError, DecodeError, ErrorThresholdError, HttpFileError } from './errors.ts';
@@ -130,83 +131,38 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
   const worker = parserThreads.start();
   worker.hold();
   worker.post({ t: 'init', init });
-  const inbox: WorkerToMain[] = [];
-  let failure: { error: unknown } | null = null;
+  const inbox = new ThreadInbox<WorkerToMain>(worker, 'ack', signal);
   let bodyError: { error: unknown } | null = null;
-  let finished = false;
-  let wakeConsumer: (() => void) | null = null;
-  let wakePump: (() => void) | null = null;
-  let inFlight = 0;
-  const wake = (): void => {
-    const c = wakeConsumer;
-    wakeConsumer = null;
-    c?.();
-  };
-  const releasePump = (): void => {
-    const p = wakePump;
-    wakePump = null;
-    p?.();
-  };
-  const fail = (error: unknown): void => {
-    failure ??= { error };
-    wake();
-    releasePump();
-  };
-  worker.onMessage((m) => {
-    if (m.t === 'ack') {
-      inFlight--;
-      releasePump();
-      return;
-    }
-    inbox.push(m);
-    wake();
-  });
-  // Its uncaught error, running out of memory (named with its limits) or an exit nobody asked for; nothing
-  // when this side terminated it (the end, an error here, the abort, which failed the capture already).
-  worker.onEnd((err) => {
-    if (err !== undefined && !finished) fail(err);
-  });
-  const onAbort = (): void => {
-    fail(signal?.reason ?? new Error('aborted'));
-    void worker.terminate();
-  };
-  if (signal?.aborted) onAbort();
-  else signal?.addEventListener('abort', onAbort, { once: true });
 
   // The pump: body chunks to the worker, at most INPUT_WINDOW not yet taken by its parser.
   const handled = minorGcBudget();
   const pump = (async () => {
     for await (const chunk of body) {
-      if (failure || finished) return;
+      if (inbox.stopped) return;
       worker.post({ t: 'chunk', data: chunk });
       // The body's buffers die here (the worker got a copy); this thread allocates too little to collect them soon.
       handled(chunk.length);
-      inFlight++;
-      while (inFlight >= INPUT_WINDOW && !failure && !finished) await new Promise<void>((resolve) => { wakePump = resolve; });
+      inbox.sent();
+      if (!(await inbox.room(INPUT_WINDOW))) return;
     }
-    if (!failure && !finished) worker.post({ t: 'end' });
+    if (!inbox.stopped) worker.post({ t: 'end' });
   })();
   // A broken body (HTTP error after retries) reaches the worker's parser after the chunks already sent,
   // where the single-thread path would see it: the batches before it still come out, then its error.
   pump.catch((err: unknown) => {
-    if (failure || finished) return;
+    if (inbox.stopped) return;
     bodyError = { error: err };
     worker.post({ t: 'bodyFailed' });
   });
 
   try {
     while (true) {
-      const m = inbox.shift();
-      if (m === undefined) {
-        if (failure) throw (failure as { error: unknown }).error;
-        await new Promise<void>((resolve) => { wakeConsumer = resolve; });
-        continue;
-      }
+      const m = await inbox.next();
       switch (m.t) {
         case 'batch': {
           const buffer = m.lines.buffer as ArrayBuffer;
           const written = (err?: Error | null): void => {
-            if (!err && !finished) worker.post({ t: 'recycle', buffer }, [buffer]);
+            if (!err && !inbox.finished) worker.post({ t: 'recycle', buffer }, [buffer]);
           };
           yield { ...m, written };
           worker.post({ t: 'credit' });
@@ -229,9 +185,7 @@ export async function* parseInWorker(body: AsyncIterable<Uint8Array>, init: Work
       }
     }
   } finally {
-    finished = true;
-    signal?.removeEventListener('abort', onAbort);
-    releasePump();
+    inbox.finish();
     await worker.terminate();
   }
 }

@@ -12,6 +12,7 @@ import type { FileMetaData, RowGroup } from 'hyparquet';
 import type { ByteSource, ParquetBatch, ParquetLines } from './parquet.ts';
 import { checkRowGroupSize, locateRow, maxRowGroupBytes, rowGroupSpan } from './parquet.ts';
 import { rebuildError } from './parallel.ts';
+import { ThreadInbox } from './thread-inbox.ts';
 
 /** Row groups whose bytes are fetched or being decoded at one time. */
 export const ROW_GROUPS_IN_FLIGHT = 2;
@@ -115,56 +116,17 @@ export async function* decodeInThread(o: DecoderOptions): AsyncGenerator<Parquet
   thread.hold();
   // structuredClone happens here, before the caller's planColumns (if any) rewrites the schema's annotations.
   thread.post({ t: 'init', init });
-  const inbox: DecoderOut[] = [];
-  let failure: { error: unknown } | null = null;
-  let finished = false;
-  let inFlight = 0;
-  let wakeConsumer: (() => void) | null = null;
-  let wakePump: (() => void) | null = null;
-  const wake = (): void => {
-    const c = wakeConsumer;
-    wakeConsumer = null;
-    c?.();
-  };
-  const releasePump = (): void => {
-    const p = wakePump;
-    wakePump = null;
-    p?.();
-  };
-  const fail = (error: unknown): void => {
-    failure ??= { error };
-    wake();
-    releasePump();
-  };
-  thread.onMessage((m) => {
-    if (m.t === 'groupDone') {
-      inFlight--;
-      releasePump();
-      return;
-    }
-    inbox.push(m);
-    wake();
-  });
-  thread.onEnd((err) => {
-    if (err !== undefined && !finished) fail(err);
-  });
-  const onAbort = (): void => {
-    fail(o.signal?.reason ?? new Error('aborted'));
-    void thread.terminate();
-  };
-  if (o.signal?.aborted) onAbort();
-  else o.signal?.addEventListener('abort', onAbort, { once: true });
+  const inbox = new ThreadInbox<DecoderOut>(thread, 'groupDone', o.signal);
 
   // The pump: each row group's bytes to the thread, in order, at most ROW_GROUPS_IN_FLIGHT at once.
   const pump = (async () => {
     for (let g = first; g < groups.length; g++) {
-      while (inFlight >= ROW_GROUPS_IN_FLIGHT && !failure && !finished) await new Promise<void>((resolve) => { wakePump = resolve; });
-      if (failure || finished) return;
+      if (!(await inbox.room(ROW_GROUPS_IN_FLIGHT))) return;
       checkRowGroupSize(init.metadata, g, init.shown, limit);
-      inFlight++;
+      inbox.sent();
       const { start, end } = rowGroupSpan(groups[g] as RowGroup);
       let bytes: Uint8Array = await source.read(start, end);
-      if (failure || finished) return;
+      if (inbox.stopped) return;
       o.log(`parquet: row group ${g}: ${Number((groups[g] as RowGroup).num_rows)} rows, ${bytes.length} bytes (to the decoder thread)`);
       // Only a whole ArrayBuffer can be transferred (a small read may be a view of Node's shared pool).
       if (bytes.byteOffset !== 0 || bytes.byteLength !== bytes.buffer.byteLength) bytes = new Uint8Array(bytes);
@@ -172,21 +134,16 @@ export async function* decodeInThread(o: DecoderOptions): AsyncGenerator<Parquet
     }
     thread.post({ t: 'end' });
   })();
-  pump.catch((err: unknown) => fail(err));
+  pump.catch((err: unknown) => inbox.fail(err));
 
   try {
     while (true) {
-      const m = inbox.shift();
-      if (m === undefined) {
-        if (failure) throw (failure as { error: unknown }).error;
-        await new Promise<void>((resolve) => { wakeConsumer = resolve; });
-        continue;
-      }
+      const m = await inbox.next();
       if (m.t === 'batch') {
         const buffer = m.lines.buffer as ArrayBuffer;
         yield {
           lines: m.lines, documents: m.documents, offset: m.offset, at: m.at, checkpoint: m.checkpoint,
-          written: (err) => { if (!err && !finished) thread.post({ t: 'recycle', buffer }, [buffer]); },
+          written: (err) => { if (!err && !inbox.finished) thread.post({ t: 'recycle', buffer }, [buffer]); },
         };
         thread.post({ t: 'credit' });
       } else if (m.t === 'error') {
@@ -197,9 +154,7 @@ export async function* decodeInThread(o: DecoderOptions): AsyncGenerator<Parquet
       }
     }
   } finally {
-    finished = true;
-    o.signal?.removeEventListener('abort', onAbort);
-    releasePump();
+    inbox.finish();
     await thread.terminate();
   }
 }
