@@ -6,6 +6,8 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
+import { Readable } from 'node:stream';
+import { until, within } from '@sluice/runtime/testing';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
 const BIN = (name: string): string => new URL(`../bin/${name}`, import.meta.url).pathname;
@@ -33,14 +35,21 @@ function cpuTicks(pid: number): number | undefined {
 
 /**
  * Starts `connector` under a parent process, waits until it has answered, kills the parent with SIGKILL
- * and returns how long the orphaned connector took to exit (or throws after `deadlineMs`).
+ * and waits for the orphaned connector to exit (failing after `deadlineMs`). The exit is an event: the
+ * connector inherits the write end of a pipe (its fd 3) whose read end is the test's, and that pipe ends
+ * once the parent (killed) and the connector (exited) have both closed it.
  */
-async function orphan(connector: string, requests: object[], deadlineMs = 20_000): Promise<number> {
+async function orphan(connector: string, requests: object[], deadlineMs = 20_000): Promise<void> {
   const parent = spawn(process.execPath, [fixture('orphaning-parent.ts'), connector], {
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'inherit', 'pipe'],
     env: { ...process.env, ORPHAN_REQUESTS: JSON.stringify(requests), LOG_LEVEL: 'info' },
   });
-  const lines = createInterface({ input: parent.stdout })[Symbol.asyncIterator]();
+  const { stdout } = parent;
+  const lifeline = parent.stdio[3];
+  if (stdout === null || !(lifeline instanceof Readable)) throw new Error('the parent was spawned without its pipes');
+  const ended = new Promise<void>((resolve) => lifeline.once('close', () => resolve()));
+  lifeline.resume();
+  const lines = createInterface({ input: stdout })[Symbol.asyncIterator]();
   let pid: number | undefined;
   const startup = setTimeout(() => parent.kill('SIGKILL'), 60_000);
   try {
@@ -54,19 +63,16 @@ async function orphan(connector: string, requests: object[], deadlineMs = 20_000
   } finally {
     clearTimeout(startup);
   }
-  assert.ok(alive(pid), 'the connector runs before its parent dies');
+  const orphaned = pid;
+  assert.ok(alive(orphaned), 'the connector runs before its parent dies');
   parent.kill('SIGKILL');
-  await new Promise((resolve) => parent.once('close', resolve));
-  const killedAt = performance.now();
-  while (alive(pid)) {
-    if (performance.now() - killedAt > deadlineMs) {
-      const ticks = cpuTicks(pid);
-      process.kill(pid, 'SIGKILL');
-      throw new Error(`the orphaned connector (pid ${pid}) was still running ${deadlineMs} ms after its parent died (${ticks} CPU ticks used)`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  return performance.now() - killedAt;
+  await within(`the orphaned connector (pid ${orphaned}) to exit after its parent died`, ended, {
+    ms: deadlineMs,
+    detail: () => `it was still running (${cpuTicks(orphaned)} CPU ticks used)`,
+    onTimeout: () => { try { process.kill(orphaned, 'SIGKILL'); } catch { /* gone meanwhile */ } },
+  });
+  // Its files close during its exit, a moment before the kernel marks it a zombie.
+  await until(`the orphan (pid ${orphaned}) to finish exiting`, () => !alive(orphaned));
 }
 
 const CAPTURE_OPEN = (config: object) => ({

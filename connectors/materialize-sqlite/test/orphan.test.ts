@@ -10,7 +10,8 @@ import { createInterface } from 'node:readline';
 import { DatabaseSync } from 'node:sqlite';
 import { packTupleBase64 } from '@sluice/runtime';
 import type { JsonObject } from '@sluice/runtime';
-import { until } from '@sluice/runtime/testing';
+import { Readable } from 'node:stream';
+import { until, within } from '@sluice/runtime/testing';
 import { binding, materialization, twoKeyCollection } from './helpers/fixtures.ts';
 import { BIN, ConnectorProcess, checkpointOf, unary } from './helpers/driver.ts';
 
@@ -42,10 +43,12 @@ function alive(pid: number): boolean {
 }
 
 // The parent: starts the connector with pipes, relays the requests from its own stdin, reports the
-// connector's pid once it has answered `flushed` (a write transaction is open after the first store).
+// connector's pid once it has answered `flushed` (a write transaction is open after the first store). The
+// connector inherits the parent's fd 3, the write end of the test's lifeline pipe: the pipe ends once both
+// have closed it, i.e. once the orphan has exited — an event the test awaits.
 const PARENT = `
 const { spawn } = require('node:child_process');
-const child = spawn(process.execPath, [process.argv[1]], { stdio: ['pipe', 'pipe', 'pipe'] });
+const child = spawn(process.execPath, [process.argv[1]], { stdio: ['pipe', 'pipe', 'pipe', 3] });
 child.stderr.resume();
 let seen = '';
 child.stdout.on('data', (d) => { seen += d; if (seen.includes('"flushed"')) { process.stdout.write(JSON.stringify({ pid: child.pid }) + '\\n'); seen = ''; } });
@@ -56,14 +59,19 @@ test('an orphaned connector exits mid-transaction and releases the database for 
   const path = join(dir, 'orphan.db');
   const spec = materialization(path, [binding('events', twoKeyCollection(), { keys: ['tenant', 'seq'], values: ['flow_published_at', 'value'], document: 'flow_document' })]);
   await unary({ apply: { materialization: spec as unknown as JsonObject, version: 'v1' } });
-  const parent = spawn(process.execPath, ['-e', PARENT, BIN], { stdio: ['pipe', 'pipe', 'inherit'] });
-  const lines = createInterface({ input: parent.stdout })[Symbol.asyncIterator]();
+  const parent = spawn(process.execPath, ['-e', PARENT, BIN], { stdio: ['pipe', 'pipe', 'inherit', 'pipe'] });
+  const { stdin, stdout } = parent;
+  const lifeline = parent.stdio[3];
+  if (stdin === null || stdout === null || !(lifeline instanceof Readable)) throw new Error('the parent was spawned without its pipes');
+  const exited = new Promise<void>((resolve) => lifeline.once('close', () => resolve()));
+  lifeline.resume();
+  const lines = createInterface({ input: stdout })[Symbol.asyncIterator]();
   const store = (seq: number) => ({ store: { keyPacked: packTupleBase64(['a', seq]), valuesPacked: packTupleBase64(['2024-05-01T00:00:00Z', seq]), doc: { tenant: 'a', seq, value: seq } } });
   const requests = [
     { open: { materialization: spec, version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {} } },
     { acknowledge: {} }, { flush: {} }, store(1), store(2),
   ];
-  parent.stdin.write(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  stdin.write(requests.map((r) => `${JSON.stringify(r)}\n`).join(''));
   const first = await lines.next();
   assert.equal(first.done, false, 'the parent reports the connector once it answered flushed');
   const pid = (JSON.parse(first.value as string) as { pid: number }).pid;
@@ -71,14 +79,12 @@ test('an orphaned connector exits mid-transaction and releases the database for 
   await until('the connector to hold the database\'s write lock with the stores', () => writeLocked(path));
   parent.kill('SIGKILL');
   await new Promise((resolve) => parent.once('close', resolve));
-  const deadline = performance.now() + 20_000;
-  while (alive(pid)) {
-    if (performance.now() > deadline) {
-      process.kill(pid, 'SIGKILL');
-      assert.fail(`the orphaned connector (pid ${pid}) was still running 20 s after its parent died`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+  await within(`the orphaned connector (pid ${pid}) to exit after its parent died`, exited, {
+    ms: 20_000,
+    onTimeout: () => { try { process.kill(pid, 'SIGKILL'); } catch { /* gone meanwhile */ } },
+  });
+  // Its files close during its exit, a moment before the kernel marks it a zombie.
+  await until(`the orphan (pid ${pid}) to finish exiting`, () => !alive(pid));
   // The next instance commits a transaction: the lock is free, and the orphan's stores were rolled back.
   const p = new ConnectorProcess();
   p.send({ open: { materialization: spec as unknown as JsonObject, version: 'v1', range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {} } });

@@ -28,3 +28,24 @@ export async function until<T>(what: string, check: () => T | Promise<T>, option
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 20));
   }
 }
+
+/**
+ * Waits for an event (`promise`) and returns its value; the deadline is the same safety net as `until`'s,
+ * naming what was awaited. `onTimeout` runs before the failure is thrown (e.g. to kill a stuck process).
+ */
+export async function within<T>(what: string, promise: Promise<T>, options: Omit<UntilOptions, 'intervalMs'> & { onTimeout?: () => void } = {}): Promise<T> {
+  const ms = options.ms ?? 120_000;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      const detail = options.detail?.() ?? '';
+      options.onTimeout?.();
+      reject(new Error(`timed out after ${ms / 1000} s waiting for ${what}${detail ? `\n${detail}` : ''}`));
+    }, ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
