@@ -66,7 +66,8 @@ function queryIfReady(file: string, sql: string): Record<string, unknown>[] | un
   try {
     return query(file, sql);
   } catch (err) {
-    if (/unable to open|no such table/.test((err as Error).message)) return undefined;
+    // The connector may hold its write lock (creating the table, a WAL checkpoint) as this polls.
+    if (/unable to open|no such table|database is locked/.test((err as Error).message)) return undefined;
     throw err;
   }
 }

@@ -19,7 +19,7 @@ import { CollectionWriters } from './journals/writer.ts';
 import { runCaptureSession } from './tasks/capture.ts';
 import { runCatalogTest, type TestOutcome } from './tasks/catalog-tests.ts';
 import { Launcher } from './tasks/launcher.ts';
-import { runMaterializeSession } from './tasks/materialize.ts';
+import { materializeInThread, runMaterializeSession } from './tasks/materialize.ts';
 import { TaskRunner } from './tasks/runner.ts';
 
 export interface LocalPlaneOptions {
@@ -274,7 +274,9 @@ export class LocalPlane {
           });
         } else {
           const spec = built.spec as MaterializationSpec;
-          const session = this.launcher.materialize(built.def.endpoint, name, { onLog: ctx.onLog });
+          // The materialization's per-document work runs on a thread of its own (materializeInThread), so
+          // that the captures on this thread do not starve it.
+          const session = materializeInThread(this.launcher.target(built.def.endpoint, name), { onLog: ctx.onLog });
           // A graceful stop waits for the open transaction; a connector that hangs is killed.
           const kill = () => setTimeout(() => session.kill(), 10_000).unref();
           ctx.signal.addEventListener('abort', kill, { once: true });

@@ -374,6 +374,41 @@ export class JournalStore {
   }
 
   /**
+   * As read(), but the documents' bytes as they are in the journal: whole lines (each ending with "\n"),
+   * in one buffer of their own (a copy: it may be kept or moved to another thread), with how many
+   * documents it holds and the offset just past the last. No per-document string is made here: the
+   * materialization's thread splits the lines (tasks/materialize.ts).
+   */
+  readLines(journal: string, from: number, limit = 1000, maxBytes = Number.MAX_SAFE_INTEGER): { data: Buffer; docs: number; end: number } {
+    this.#assertOpen();
+    const pieces: Buffer[] = [];
+    let docs = 0;
+    let offset = from;
+    const row = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
+    if (row === undefined) return { data: Buffer.alloc(0), docs, end: from };
+    while (docs < limit && offset - from < maxBytes && offset < row.head) {
+      const f = this.#fragmentAt(row.id, offset);
+      if (f === undefined || offset >= f.end) break;
+      const data = f.data;
+      const start = offset - f.begin;
+      let i = start;
+      while (i < data.length && docs < limit && offset - from < maxBytes) {
+        const nl = data.indexOf(10, i);
+        if (nl === -1) throw new Error(`journal ${journal}: the fragment [${f.begin}, ${f.end}) does not end with a newline`);
+        docs++;
+        offset = f.begin + nl + 1;
+        i = nl + 1;
+      }
+      pieces.push(data.subarray(start, i));
+    }
+    // A buffer of its own (not a slice of Node's shared pool), so that it can be transferred to a thread.
+    const out = Buffer.allocUnsafeSlow(offset - from);
+    let at = 0;
+    for (const p of pieces) at += p.copy(out, at);
+    return { data: out, docs, end: offset };
+  }
+
+  /**
    * The fragment of journal `id` holding `offset`. The last few read are kept (readers go through a
    * fragment in steps, several journals in turn); fragments never change once committed.
    */

@@ -11,11 +11,13 @@ import {
   type ConnectorState, type JsonObject, type JsonValue, type MaterializationSpec,
   type MaterializeRequest, type MaterializeResponse, type RuntimeCheckpoint, resolvePointer, timestampTicks, uuidTicks,
 } from '@sluice/runtime';
-import { runMaterializeDriver, type SourceDocument } from '@sluice/runtime/host';
+import { runMaterializeDriver, type ConnectorTarget, type MaterializeDriverOptions } from '@sluice/runtime/host';
+import { rebuildError, serializeError, threadModule, type Thread } from '@sluice/runtime/thread';
 import { createReducer, isLastWriteWins, type Reducer } from '../catalog/reduce.ts';
 import type { JournalInfo, JournalStore } from '../journals/store.ts';
 import { encodePartitionValue } from '../journals/names.ts';
-import type { ConnectorSession } from './session.ts';
+import type { ConnectorSession, SessionHooks } from './session.ts';
+import { sourceDocuments, type ChunkedTransaction, type FromThread, type JournalChunk, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
 import { applyStateUpdate as applyState } from '@sluice/runtime';
 
 export const PARTITION_LABEL_PREFIX = 'estuary.dev/field/';
@@ -35,7 +37,8 @@ export interface MaterializeSessionOptions {
   spec: MaterializationSpec;
   version: string;
   store: JournalStore;
-  session: ConnectorSession<MaterializeRequest, MaterializeResponse>;
+  /** The connector: a session on this thread, or one the materialization's own thread starts (materializeInThread). */
+  session: ConnectorSession<MaterializeRequest, MaterializeResponse> | ThreadedConnector;
   signal: AbortSignal;
   /** End the session (gracefully) as soon as every source journal has been read through its head. */
   untilCaughtUp?: boolean;
@@ -51,6 +54,74 @@ export interface MaterializeSessionOptions {
   onTransaction?: (info: MaterializeTransactionInfo) => void;
   /** Connector state updates as they are committed (preview's --output-state). */
   onState?: (update: ConnectorState) => void;
+}
+
+/**
+ * A connector that runs with the materialize driver on a thread of its own (materialize-thread.ts): the
+ * per-document work (parse, combine, pack, the load/store lines) leaves the main thread, which keeps the
+ * journal store and the captures. The plane's tasks run so; preview and tests may pass a session instead.
+ */
+export interface ThreadedConnector {
+  readonly inThread: true;
+  readonly target: ConnectorTarget;
+  readonly hooks: SessionHooks;
+  /** Kills the connector (as ConnectorSession.kill). */
+  kill(): void;
+  /** The thread, while the session runs (set by runMaterializeSession). */
+  thread?: Thread<ToThread, FromThread>;
+}
+
+export function materializeInThread(target: ConnectorTarget, hooks: SessionHooks = {}): ThreadedConnector {
+  const c: ThreadedConnector = { inThread: true, target, hooks, kill: () => c.thread?.post({ t: 'kill' }) };
+  return c;
+}
+
+const materializeThreads = threadModule<ToThread, FromThread>(new URL('./materialize-thread.ts', import.meta.url), {
+  name: 'the materialization thread',
+  // As the plane's own flags (package.json nodeFlags: --max-semi-space-size=4): a thread's heap is its own.
+  resourceLimits: { maxYoungGenerationSizeMb: 12 },
+});
+
+type Callbacks = Pick<MaterializeDriverOptions, 'onOpened' | 'onAcknowledged' | 'onFlushed' | 'onStartedCommit'>;
+
+/** Runs the driver on the connector's thread, serving its callbacks here; resolves or rejects as the driver does. */
+async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbacks, next: () => Promise<ChunkedTransaction | undefined>): Promise<void> {
+  const thread = materializeThreads.start();
+  c.thread = thread;
+  thread.hold();
+  const asBuffer = (k: Uint8Array) => Buffer.from(k.buffer, k.byteOffset, k.byteLength);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      thread.onEnd((failure) => reject(failure ?? new Error(`${start.name}: the materialization thread ended before its session did`)));
+      thread.onMessage((m) => {
+        if (m.t === 'log') {
+          c.hooks.onLog?.(m.event);
+        } else if (m.t === 'end') {
+          if (m.error === undefined) resolve();
+          else reject(rebuildError(m.error));
+        } else {
+          let answer: Promise<ChunkedTransaction | undefined>;
+          switch (m.fn) {
+            case 'opened': answer = Promise.resolve(cb.onOpened?.(m.arg)).then(() => undefined); break;
+            case 'next': answer = next(); break;
+            case 'acknowledged': answer = Promise.resolve(cb.onAcknowledged?.(m.arg)).then(() => undefined); break;
+            case 'flushed': answer = Promise.resolve(cb.onFlushed?.(m.arg.state, m.arg.maxKeys?.map(asBuffer))).then(() => undefined); break;
+            case 'startedCommit': answer = Promise.resolve(cb.onStartedCommit?.(m.arg.checkpoint, m.arg.state, m.arg.stats)).then(() => undefined); break;
+          }
+          answer.then(
+            // The journal bytes move to the thread (readLines gives each chunk a buffer of its own).
+            (value) => thread.post({ t: 'reply', id: m.id, ...(value === undefined ? {} : { value }) }, value?.chunks.map((ch) => ch.data.buffer as ArrayBuffer)),
+            (err: unknown) => thread.post({ t: 'reply', id: m.id, error: serializeError(err) }),
+          );
+        }
+      });
+      thread.post({ t: 'start', start });
+    });
+  } finally {
+    thread.release();
+    await thread.terminate();
+    delete c.thread;
+  }
 }
 
 interface Cursor { binding: number; journal: string; key: string; offset: number }
@@ -161,14 +232,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
     }
   };
 
-  await runMaterializeDriver({
-    name, spec: driverSpec, version: opts.version, session, state: connectorState as JsonObject,
-    checkpoint: (store.getState(checkpointKey(name)) as RuntimeCheckpoint | undefined) ?? {},
-    maxKeys,
-    bindingOptions: (i) => {
-      const b = bindings[i]!;
-      return { ...(b.lastWriteWins ? {} : { reduce: (l: JsonValue, r: JsonValue) => b.reducer.reduce(l, r) }), ...(b.window ? { window: b.window } : {}) };
-    },
+  const callbacks: Callbacks = {
     onOpened: ({ checkpoint, authoritative }) => {
       sources = structuredClone((checkpoint.sources ?? {}) as Record<string, { readThrough?: string | number }>);
       opts.onOpened?.({ destinationCheckpoint: authoritative ? checkpoint : undefined });
@@ -176,43 +240,6 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
     onAcknowledged: (s) => {
       const next = applyConnectorState(s);
       if (next !== undefined) store.setState(connectorStateKey(name), next);
-    },
-    nextTransaction: async () => {
-      // Wait for documents (or end the session once caught up / aborted).
-      while (true) {
-        if (signal.aborted) return undefined;
-        refreshCursors();
-        const docs: SourceDocument[] = [];
-        const read: { cursor: Cursor; end: number }[] = [];
-        // Share the transaction between sources, so no binding or partition starves another.
-        let budget = txnDocs;
-        let bytes = DEFAULT_TXN_BYTES;
-        const share = Math.max(1000, Math.ceil(txnDocs / Math.max(1, cursors.size)));
-        for (const c of cursors.values()) {
-          if (budget <= 0 || bytes <= 0) break;
-          const got = store.read(c.journal, c.offset, Math.min(share, budget), bytes);
-          if (got.length === 0) continue;
-          for (const d of got) docs.push({ binding: c.binding, text: d.json });
-          budget -= got.length;
-          const end = got[got.length - 1]!.end;
-          bytes -= end - c.offset;
-          read.push({ cursor: c, end });
-        }
-        if (read.length > 0) {
-          for (const { cursor, end } of read) cursor.offset = end;
-          const next: Record<string, JsonValue> = { ...(sources as Record<string, JsonValue>) };
-          for (const c of cursors.values()) next[c.key] = { readThrough: String(c.offset) };
-          sources = next as typeof sources;
-          txnDocs = Math.min(maxTxnDocs, txnDocs * 4);
-          return { docs, checkpoint: { sources: next, ackIntents: {} } };
-        }
-        if (opts.nextBatch) {
-          if (await opts.nextBatch()) continue;
-          return undefined;
-        }
-        if (opts.untilCaughtUp) return undefined;
-        await store.waitForCommit(signal, 500);
-      }
     },
     onFlushed: (s, keys) => {
       const next = applyConnectorState(s);
@@ -236,5 +263,66 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
         perBinding,
       });
     },
+  };
+  const checkpoint = (store.getState(checkpointKey(name)) as RuntimeCheckpoint | undefined) ?? {};
+  const readTransaction = async (): Promise<ChunkedTransaction | undefined> => {
+    // Wait for documents (or end the session once caught up / aborted).
+    while (true) {
+      if (signal.aborted) return undefined;
+      refreshCursors();
+      const chunks: JournalChunk[] = [];
+      const read: { cursor: Cursor; end: number }[] = [];
+      // Share the transaction between sources, so no binding or partition starves another.
+      let budget = txnDocs;
+      let bytes = DEFAULT_TXN_BYTES;
+      const share = Math.max(1000, Math.ceil(txnDocs / Math.max(1, cursors.size)));
+      for (const c of cursors.values()) {
+        if (budget <= 0 || bytes <= 0) break;
+        const got = store.readLines(c.journal, c.offset, Math.min(share, budget), bytes);
+        if (got.docs === 0) continue;
+        chunks.push({ binding: c.binding, data: got.data, docs: got.docs });
+        budget -= got.docs;
+        const end = got.end;
+        bytes -= end - c.offset;
+        read.push({ cursor: c, end });
+      }
+      if (read.length > 0) {
+        for (const { cursor, end } of read) cursor.offset = end;
+        const next: Record<string, JsonValue> = { ...(sources as Record<string, JsonValue>) };
+        for (const c of cursors.values()) next[c.key] = { readThrough: String(c.offset) };
+        sources = next as typeof sources;
+        txnDocs = Math.min(maxTxnDocs, txnDocs * 4);
+        return { chunks, checkpoint: { sources: next, ackIntents: {} } };
+      }
+      if (opts.nextBatch) {
+        if (await opts.nextBatch()) continue;
+        return undefined;
+      }
+      if (opts.untilCaughtUp) return undefined;
+      await store.waitForCommit(signal, 500);
+    }
+  };
+  if ('inThread' in session) {
+    await runInThread(session, {
+      name, target: session.target, spec: driverSpec, version: opts.version, state: connectorState as JsonObject, checkpoint, maxKeys,
+      bindings: bindings.map((b, i) => {
+        const schema = (spec.bindings ?? [])[i]!.collection;
+        return { ...(b.lastWriteWins ? {} : { reduceSchema: schema.readSchema ?? schema.writeSchema ?? true }), ...(b.window ? { window: b.window } : {}) };
+      }),
+    }, callbacks, readTransaction);
+    return;
+  }
+  await runMaterializeDriver({
+    name, spec: driverSpec, version: opts.version, session, state: connectorState as JsonObject, checkpoint, maxKeys,
+    bindingOptions: (i) => {
+      const b = bindings[i]!;
+      return { ...(b.lastWriteWins ? {} : { reduce: (l: JsonValue, r: JsonValue) => b.reducer.reduce(l, r) }), ...(b.window ? { window: b.window } : {}) };
+    },
+    ...callbacks,
+    nextTransaction: async () => {
+      const txn = await readTransaction();
+      return txn === undefined ? undefined : { docs: sourceDocuments(txn.chunks), checkpoint: txn.checkpoint };
+    },
   });
 }
+

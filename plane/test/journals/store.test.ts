@@ -168,6 +168,17 @@ test('documents live in one file per journal; bytes a crashed commit left past t
   assert.deepEqual(docs.slice(0, 5000).map((d) => (JSON.parse(d.json) as { i: number }).i), Array.from({ length: 5000 }, (_, i) => i));
   assert.equal(docs[5000]!.json, '{"old":1}');
   assert.equal(docs[5000]!.end, head + 10);
+  // readLines: the same documents as bytes (across file fragments and into the BLOB one), within limit and maxBytes.
+  const all = b.readLines('c/pivot=00', 0, 10_000);
+  assert.equal(all.docs, 5001);
+  assert.equal(all.end, head + 10);
+  assert.equal(all.data.toString('utf8'), docs.map((d) => `${d.json}\n`).join(''));
+  assert.equal(all.data.buffer.byteLength, all.data.length, 'a buffer of its own (transferable), not a slice of a pool');
+  const some = b.readLines('c/pivot=00', docs[4000]!.begin, 10, docs[4003]!.begin - docs[4000]!.begin);
+  assert.deepEqual([some.docs, some.end], [3, docs[4003]!.begin]);
+  assert.equal(some.data.toString('utf8'), docs.slice(4000, 4003).map((d) => `${d.json}\n`).join(''));
+  assert.deepEqual(b.readLines('c/pivot=00', head + 10, 10), { data: Buffer.alloc(0), docs: 0, end: head + 10 });
+  assert.equal(b.readLines('nope/pivot=00', 0).docs, 0);
   // The next commit cuts the garbage off and writes at the head (past the BLOB's range: a sparse stretch).
   b.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"new":2}'));
   assert.equal(statSync(file).size, head + 10 + 10);

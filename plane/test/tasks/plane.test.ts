@@ -131,3 +131,23 @@ test('plane: a capture that fails is retried with back-off and its failure recor
   assert.ok(failures[0]!.failure.nextRetry instanceof Date);
   assert.ok(recorder.of('shardStatus').some((e) => e.name === 'acmeCo/source-test' && e.status === 'Failed'));
 });
+
+test('plane: a materialization (on its own thread) that fails at commit is retried, its connector error recorded and its checkpoint kept', async (t) => {
+  const TEST_MATERIALIZE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-materialize.js', import.meta.url));
+  const dir = tempDir(t);
+  const yaml = catalogYaml().replace(/ {4}endpoint:\n {6}sqlite: \{path: out.db\}\n {4}bindings:\n {6}- source: acmeCo\/greetings\n {8}resource: \{table: greetings\}/,
+    `    endpoint:\n      local:\n        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_MATERIALIZE)}]\n        config: {failOn: commit}\n    bindings:\n      - source: acmeCo/greetings\n        resource: {table: greetings}`);
+  assert.notEqual(yaml, catalogYaml(), 'the catalog names the test materialization');
+  writeFileSync(join(dir, 'flow.yaml'), yaml);
+  const recorder = new MemoryRecorder();
+  const plane = new LocalPlane({ catalogFile: join(dir, 'flow.yaml'), dataDir: join(dir, 'data'), recorder, maxBackoffMs: 100 });
+  t.after(() => plane.close());
+  const r = await plane.publish();
+  assert.equal(r.result, 'success', r.errors.join('\n'));
+  const failures = await until('two failures of the materialization', () => {
+    const f = recorder.of('shardFailure').filter((e) => e.name === 'acmeCo/to-sqlite');
+    return f.length >= 2 ? f : undefined;
+  });
+  assert.match(failures[0]!.failure.message, /^acmeCo\/to-sqlite: .*the test materialization was asked to fail on commit/);
+  assert.equal(plane.store.getState('materialize/acmeCo/to-sqlite/checkpoint'), undefined, 'no transaction committed');
+});

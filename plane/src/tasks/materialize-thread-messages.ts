@@ -1,0 +1,74 @@
+// What the plane's main thread and a materialization's own thread (materialize-thread.ts) say to each
+// other, and the journal bytes a transaction carries between them. Kept apart from both sides so that
+// each imports only what it needs (the thread loads no journal store, the main thread no driver loop).
+import type { ConnectorState, JsonObject, JsonSchema, MaterializationSpec, RuntimeCheckpoint } from '@sluice/runtime';
+import type { ConnectorTarget, SourceDocument, TransactionStats } from '@sluice/runtime/host';
+import type { SerializedError } from '@sluice/runtime/thread';
+import type { ConnectorLogEvent } from './session.ts';
+
+/** A source journal's share of a transaction: whole lines (each ending with "\n"), `docs` of them. */
+export interface JournalChunk {
+  binding: number;
+  data: Uint8Array;
+  docs: number;
+}
+
+/** A transaction as read from the journals: its chunks in order and the checkpoint once it is committed. */
+export interface ChunkedTransaction {
+  chunks: JournalChunk[];
+  checkpoint: RuntimeCheckpoint;
+}
+
+/** The source documents of a transaction's chunks, in order: one line each, decoded where it is used. */
+export function* sourceDocuments(chunks: JournalChunk[]): Generator<SourceDocument> {
+  for (const c of chunks) {
+    const data = Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength);
+    let i = 0;
+    while (i < data.length) {
+      const nl = data.indexOf(10, i);
+      if (nl === -1) throw new Error(`a journal chunk of binding ${c.binding} does not end with a newline`);
+      yield { binding: c.binding, text: data.toString('utf8', i, nl) };
+      i = nl + 1;
+    }
+  }
+}
+
+/** How the thread rebuilds each binding's options (functions cannot cross; the schema and window can). */
+export interface ThreadBinding {
+  /** The read schema, when the binding reduces (not last-write-wins at the root). */
+  reduceSchema?: JsonSchema;
+  window?: { uuidPtr: string; notBefore?: bigint; notAfter?: bigint };
+}
+
+export interface ThreadStart {
+  name: string;
+  target: ConnectorTarget;
+  spec: MaterializationSpec;
+  version: string;
+  state: JsonObject;
+  checkpoint: RuntimeCheckpoint;
+  /** Per binding: the persisted largest stored key (bytes), if any. */
+  maxKeys: (Uint8Array | undefined)[];
+  bindings: ThreadBinding[];
+}
+
+/** The driver's callbacks, run on the main thread (they touch the journal store). */
+export interface ThreadCalls {
+  opened: { checkpoint: RuntimeCheckpoint; authoritative: boolean; disableLoadOptimization: boolean };
+  next: RuntimeCheckpoint;
+  acknowledged: ConnectorState;
+  flushed: { state: ConnectorState | undefined; maxKeys: Uint8Array[] | undefined };
+  startedCommit: { checkpoint: RuntimeCheckpoint; state: ConnectorState | undefined; stats: TransactionStats };
+}
+
+export type ToThread =
+  | { t: 'start'; start: ThreadStart }
+  /** The answer to a call: `next` answers with a ChunkedTransaction or undefined (the session ends). */
+  | { t: 'reply'; id: number; value?: ChunkedTransaction; error?: SerializedError }
+  | { t: 'kill' };
+
+export type FromThread =
+  | { [F in keyof ThreadCalls]: { t: 'call'; id: number; fn: F; arg: ThreadCalls[F] } }[keyof ThreadCalls]
+  | { t: 'log'; event: ConnectorLogEvent }
+  /** The session ended: cleanly, or with the error it failed with. */
+  | { t: 'end'; error?: SerializedError };

@@ -1,0 +1,74 @@
+// A materialization's own thread: it runs the connector process and the runtime's materialize driver
+// (parse, combine, pack, load/store lines — the per-document work), while the plane's main thread keeps
+// the journal store and serves the driver's callbacks (the next transaction's journal bytes, the flushed
+// state and largest keys, the committed checkpoint), each awaited here as on one thread. Why: the main
+// thread also runs the captures, and with one event loop for both a capture starved the materialization
+// beside it (issue 16: 10–22k docs/s beside a capture, 34k after it). Started by tasks/materialize.ts.
+import { rebuildError, serializeError, serveThread } from '@sluice/runtime/thread';
+import { runMaterializeDriver, type DriverBindingOptions } from '@sluice/runtime/host';
+import type { JsonValue } from '@sluice/runtime';
+import { createReducer } from '../catalog/reduce.ts';
+import { hostSession } from './host-session.ts';
+import { sourceDocuments, type ChunkedTransaction, type FromThread, type ThreadCalls, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
+import type { ConnectorSession } from './session.ts';
+import type { MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
+
+let session: ConnectorSession<MaterializeRequest, MaterializeResponse> | undefined;
+let nextId = 0;
+const waiting = new Map<number, { resolve: (v: ChunkedTransaction | undefined) => void; reject: (err: Error) => void }>();
+
+const port = serveThread<ToThread, FromThread>('plane/src/tasks/materialize-thread.ts', (m) => {
+  if (m.t === 'start') {
+    void run(m.start).then(
+      () => port.post({ t: 'end' }),
+      (err: unknown) => {
+        session?.kill();
+        port.post({ t: 'end', error: serializeError(err) });
+      },
+    );
+  } else if (m.t === 'reply') {
+    const w = waiting.get(m.id);
+    waiting.delete(m.id);
+    if (m.error !== undefined) w?.reject(rebuildError(m.error));
+    else w?.resolve(m.value);
+  } else {
+    session?.kill();
+  }
+});
+
+/** Runs `fn` on the main thread and waits for its answer. */
+function call<F extends keyof ThreadCalls>(fn: F, arg: ThreadCalls[F]): Promise<ChunkedTransaction | undefined> {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    waiting.set(id, { resolve, reject });
+    port.post({ t: 'call', id, fn, arg } as FromThread);
+  });
+}
+
+async function run(s: ThreadStart): Promise<void> {
+  session = hostSession<MaterializeRequest, MaterializeResponse>(s.target, 'materialize', s.name, {
+    onLog: (event) => port.post({ t: 'log', event }),
+  });
+  const options: DriverBindingOptions[] = s.bindings.map((b) => {
+    const o: DriverBindingOptions = {};
+    if (b.reduceSchema !== undefined) {
+      const reducer = createReducer(b.reduceSchema);
+      o.reduce = (l: JsonValue, r: JsonValue) => reducer.reduce(l, r);
+    }
+    if (b.window !== undefined) o.window = b.window;
+    return o;
+  });
+  await runMaterializeDriver({
+    name: s.name, spec: s.spec, version: s.version, session, state: s.state, checkpoint: s.checkpoint,
+    maxKeys: s.maxKeys.map((k) => (k === undefined ? undefined : Buffer.from(k.buffer, k.byteOffset, k.byteLength))),
+    bindingOptions: (i) => options[i] ?? {},
+    onOpened: async (opened) => { await call('opened', opened); },
+    nextTransaction: async (from) => {
+      const txn = await call('next', from);
+      return txn === undefined ? undefined : { docs: sourceDocuments(txn.chunks), checkpoint: txn.checkpoint };
+    },
+    onAcknowledged: async (state) => { await call('acknowledged', state); },
+    onFlushed: async (state, maxKeys) => { await call('flushed', { state, maxKeys }); },
+    onStartedCommit: async (checkpoint, state, stats) => { await call('startedCommit', { checkpoint, state, stats }); },
+  });
+}
