@@ -1,6 +1,6 @@
 // The SQLite client over node:sqlite (synchronous underneath; the Connection interface is async so the
 // core is the same for networked databases). WAL mode with synchronous=NORMAL (64 MiB page cache,
-// checkpoints per ~160 MB of WAL): a commit survives a
+// checkpoints per ~160 MB of WAL, temp store in memory): a commit survives a
 // process crash; a power loss may lose the last commits, but data and the runtime checkpoint roll back
 // together (one transaction), so the runtime replays them and exactly-once holds. A busy timeout covers
 // the rare moment two instances (a zombie and its successor) touch the same file.
@@ -141,6 +141,13 @@ export class SqliteClient implements Client {
       // thread after each commit was measured too, and was slower on 2 cores: more fsyncs, contention.)
       db.exec('PRAGMA cache_size = -65536');
       db.exec('PRAGMA wal_autocheckpoint = 40000');
+      // Statement journals (and the load keys' temp tables) in memory, not in temp files. Inside a transaction
+      // a multi-row upsert opens a statement journal holding the original of every page it touches; with the
+      // default it spills past 64 KiB to a temp file, and with random keys each 32-row statement touches ~60
+      // pages: a write syscall per page. Measured on a recorded 500k-row pipeline session (random TEXT keys,
+      // 14 columns): connector CPU 14.5 s → 11.0 s, SQLite's statement time halved. Memory stays bounded by
+      // one statement's pages (and a transaction's load keys).
+      db.exec('PRAGMA temp_store = MEMORY');
     } catch (cause) {
       throw new SqlConfigError(`cannot open SQLite database '${this.path}': ${(cause as Error).message}. Check that 'path' names a writable file`, { cause });
     }
