@@ -2,8 +2,7 @@
 // defaults applied, every problem reported together in one message naming JSON pointers, and no
 // configuration value ever echoed (values may be secrets).
 import { createRequire } from 'node:module';
-import { _, Ajv } from 'ajv';
-import type { AnySchema, ErrorObject, Format, Options, ValidateFunction } from 'ajv';
+import type { _ as CodeTag, Ajv, AnySchema, ErrorObject, Format, Options, ValidateFunction } from 'ajv';
 import type { Ajv2019 } from 'ajv/dist/2019.js';
 import type { Ajv2020 } from 'ajv/dist/2020.js';
 import { ConfigError, SluiceError } from '../errors.ts';
@@ -28,15 +27,19 @@ export const ANNOTATION_KEYWORDS: readonly string[] = [
 
 type AjvInstance = InstanceType<typeof Ajv>;
 
-// Loaded on first use (start-up: each costs a share of a connector's ~0.2 s start): the 2019-09 and 2020-12
-// dialects only for schemas that ask for them, and ajv-formats' format table without its plugin entry,
+// Loaded on first use (start-up: each costs a share of a connector's ~0.2 s start): ajv itself only when a
+// schema is compiled (~50–90 ms to load; a cached validator needs only its small runtime helpers), the
+// 2019-09 and 2020-12 dialects only for schemas that ask for them, and ajv-formats' format table without its plugin entry,
 // whose formatMaximum-style keywords `require('ajv')` — in a dev checkout a second copy of ajv (ajv-formats'
 // own, as eslint's ajv 6 takes the top level), ~50 ms. Connector schemas use formats, not those keywords.
 const requireCjs = createRequire(import.meta.url);
 function ajvClass(dialect: string): typeof Ajv | typeof Ajv2019 | typeof Ajv2020 {
   if (dialect.includes('2020-12')) return (requireCjs('ajv/dist/2020.js') as { Ajv2020: typeof Ajv2020 }).Ajv2020;
   if (dialect.includes('2019-09')) return (requireCjs('ajv/dist/2019.js') as { Ajv2019: typeof Ajv2019 }).Ajv2019;
-  return Ajv;
+  return ajvModule().Ajv;
+}
+function ajvModule(): { Ajv: typeof Ajv; _: typeof CodeTag } {
+  return requireCjs('ajv') as { Ajv: typeof Ajv; _: typeof CodeTag };
 }
 let formats: Record<string, Format> | undefined;
 function addFormats(ajv: AjvInstance): void {
@@ -48,7 +51,7 @@ function ajvOptions(metaSchema = false): Options {
   return {
     // Keep the generated code, so a compiled validator can be cached (see validatorCache below); its
     // formats come from ajv-formats' table, as addFormats gives them.
-    code: { source: true, formats: _`require("ajv-formats/dist/formats.js").fullFormats` },
+    code: { source: true, formats: ajvModule()._`require("ajv-formats/dist/formats.js").fullFormats` },
     // Checking a schema against the JSON Schema meta-schema compiles the meta-schema first (~40 ms of
     // every connector start): validators skip it; checkSchema does it, at `spec` and in the tests.
     validateSchema: metaSchema,
