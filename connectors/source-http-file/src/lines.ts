@@ -3,7 +3,9 @@
 // input bytes (csv-bytes.ts, between openRecord and closeRecord); other records come as objects
 // (appendRecord). A batch is handed on (`take`), possibly to the main thread by transferring its
 // ArrayBuffer (no copy); once written, the buffer comes back (`recycle`) and is filled again.
-import { CapturedLinesWriter } from '@sluice/runtime';
+// The writer alone, not the runtime's index: the Parquet decoder thread loads this module, and the whole
+// index (protocol, config validation, ajv) cost its start ~80 ms.
+import { CapturedLinesWriter } from '@sluice/runtime/captured-lines';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
 import type { CsvResume } from './csv.ts';
 import { addMeta } from './record.ts';

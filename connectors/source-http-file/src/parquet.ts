@@ -300,8 +300,14 @@ export function flatShared(compressors: Compressors, parsers: ParquetParsers): F
   return { compressors, parsers, pages: new PageDecompressor(compressors), buffers: [] };
 }
 
+/** A row group's column chunks: their bytes from file offset `start`. */
+export interface RowGroupBytes {
+  start: number;
+  bytes: Uint8Array;
+}
+
 /** The byte writer of one leaf column chunk of a row group; its data pages go to page buffer `bufferIndex` of `shared`. */
-function flatColumn(root: SchemaTree, col: ColumnChunk, span: { start: number; bytes: Uint8Array }, shared: FlatShared, plan: FlatColumnPlan,
+function flatColumn(root: SchemaTree, col: ColumnChunk, span: RowGroupBytes, shared: FlatShared, plan: FlatColumnPlan,
   datetimes: DatetimeNormalizer, bufferIndex: number, where: string): FlatColumn {
   const m = col.meta_data;
   if (!m) throw new DecodeError(`${where}: a column chunk has no metadata (columns in separate files are not supported)`);
@@ -317,11 +323,21 @@ function flatColumn(root: SchemaTree, col: ColumnChunk, span: { start: number; b
   return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plan, datetimes, shared.pages, buffer);
 }
 
+/** Writes a column's prefix (`,"name":`), copied by a loop: a few bytes, where TypedArray#set's call costs more than the copy. */
+function writePrefix(sink: LineSink, p: Uint8Array): void {
+  const n = p.length;
+  sink.ensure(n);
+  const buf = sink.buf;
+  let o = sink.len;
+  for (let i = 0; i < n; i++) buf[o++] = p[i] as number;
+  sink.len = o;
+}
+
 /**
  * The rows of one row group of a flat schema, streamed page by page and written as framed lines into
  * the sink (parquet-flat.ts); yields the row after each batch. Rows before `from` are decoded and dropped.
  */
-export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: number; bytes: Uint8Array }, shared: FlatShared,
+export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: RowGroupBytes, shared: FlatShared,
   plans: FlatColumnPlan[], prefixes: Uint8Array[], sink: LineSink, datetimes: DatetimeNormalizer, from: number, batchRows: number, where: string): Generator<number> {
   const rows = Number(rg.num_rows);
   const cols = rg.columns.map((col, i) => flatColumn(root, col as ColumnChunk, span, shared, plans[i] as FlatColumnPlan, datetimes, i, where));
@@ -334,10 +350,7 @@ export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: { start: num
       const mark = sink.len;
       sink.openRecord(room);
       for (let c = 0; c < n; c++) {
-        const p = prefixes[c] as Uint8Array;
-        sink.ensure(p.length);
-        sink.buf.set(p, sink.len);
-        sink.len += p.length;
+        writePrefix(sink, prefixes[c] as Uint8Array);
         (cols[c] as FlatColumn).write(sink, where);
       }
       if (r >= from) sink.closeRecord();
@@ -366,7 +379,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   const first = locateRow(metadata, options.startRow);
   const flat = isFlatSchema(metadata, root);
 
-  const fetchGroup = (i: number): Promise<{ start: number; bytes: Uint8Array }> | null => {
+  const fetchGroup = (i: number): Promise<RowGroupBytes> | null => {
     const rg = groups[i];
     if (!rg) return null;
     const { start, end } = rowGroupSpan(rg);
@@ -379,7 +392,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   for (let g = first.rowGroup; g < groups.length; g++) {
     const rg = groups[g] as RowGroup;
     const rows = Number(rg.num_rows);
-    const span = await (next as Promise<{ start: number; bytes: Uint8Array }>);
+    const span = await (next as Promise<RowGroupBytes>);
     if (g + 1 < groups.length) check(g + 1);
     next = fetchGroup(g + 1);
     next?.catch(() => {});
@@ -471,10 +484,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
             const mark = sink.len;
             sink.openRecord(room);
             for (let c = 0; c < n; c++) {
-              const p = prefixBytes[c] as Uint8Array;
-              sink.ensure(p.length);
-              sink.buf.set(p, sink.len);
-              sink.len += p.length;
+              writePrefix(sink, prefixBytes[c] as Uint8Array);
               const b = byteColumns[c];
               if (b) b.write(sink, where);
               else if (r >= from) {
