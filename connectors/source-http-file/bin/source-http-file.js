@@ -42,7 +42,7 @@ function envInt(name) {
   return n;
 }
 
-/** @type {NonNullable<import('../src/connector.ts').ConnectorOptions['http']>} */
+/** @type {NonNullable<import('../src/connector-options.ts').ConnectorOptions['http']>} */
 const http = {};
 const retries = envInt('HTTP_FILE_MAX_RETRIES');
 if (retries !== undefined) http.maxRetries = retries;

@@ -5,8 +5,10 @@
 // Short rows omit keys; long rows are errors (or skipped under errorThreshold with a look-ahead window of
 // 1000 rows).
 import type { JsonObject } from '@sluice/runtime';
-import { CsvCore, FieldStringsSink, RowCollector, detectDialect, raggedRow } from './csv-core.ts';
+import { CsvCore, raggedRow } from './csv-core.ts';
 import type { CsvDialect, CsvSink } from './csv-core.ts';
+import { detectDialect } from './csv-dialect.ts';
+import { FieldStringsSink, RowCollector } from './csv-field-strings.ts';
 import { CsvJsonSink } from './csv-bytes.ts';
 import type { CsvConfig } from './schema.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
@@ -15,8 +17,11 @@ import type { DecodeError } from './errors.ts';
 import type { LineSink } from './lines.ts';
 import { columnPrefixes } from './record.ts';
 
-export { CsvTokenizer, detectDialect, MAX_ROW_BYTES } from './csv-core.ts';
-export type { CsvDialect, CsvRow } from './csv-core.ts';
+export { MAX_ROW_BYTES } from './csv-core.ts';
+export type { CsvDialect } from './csv-core.ts';
+export { detectDialect } from './csv-dialect.ts';
+export { CsvTokenizer } from './csv-field-strings.ts';
+export type { CsvRow } from './csv-field-strings.ts';
 
 export const ERROR_WINDOW = 1000;
 const DETECTION_SAMPLE_BYTES = 64 * 1024;

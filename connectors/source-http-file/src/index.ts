@@ -1,5 +1,9 @@
-export { createHttpFileConnector, checkConfig, inferSchema, recommendedName, fileNameOf, DOCUMENTATION_URL, DEFAULT_CHECKPOINT_EVERY } from './connector.ts';
-export type { ConnectorOptions } from './connector.ts';
+export { createHttpFileConnector, DOCUMENTATION_URL } from './connector.ts';
+export { checkConfig } from './config-check.ts';
+export { inferSchema } from './discover-schema.ts';
+export { recommendedName, fileNameOf } from './file-names.ts';
+export { DEFAULT_CHECKPOINT_EVERY } from './connector-options.ts';
+export type { ConnectorOptions } from './connector-options.ts';
 export { configSchema, resourceSchema } from './schema.ts';
 export type { EndpointConfig, ResourceConfig, ParserConfig, CsvConfig, FormatConfig } from './schema.ts';
 export * from './errors.ts';

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ConfigError } from '../src/errors.ts';
-import { fileNameOf } from '../src/connector.ts';
+import { fileNameOf } from '../src/file-names.ts';
 import { fileDonePatch, formatTime, horizonOf, midFilePatch, patchChanges, readState, skipReason, sweepDonePatch, ZERO_TIME } from '../src/state.ts';
 
 const FILE = { name: 'data.csv', url: 'https://h.example/a/data.csv' };
