@@ -94,7 +94,7 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'fragmentBounds' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
   readonly #recentFragments: Fragment[] = [];
   /** Where the journals' files are (journals/ beside journals.db). */
@@ -145,6 +145,7 @@ export class JournalStore {
       readFragment: s(`SELECT begin_offset AS b, end_offset AS e, in_file AS f,
         CASE WHEN data_id IS NULL THEN data ELSE (SELECT data FROM fragment_data WHERE id = data_id) END AS d
         FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1`),
+      fragmentBounds: s('SELECT begin_offset AS b, end_offset AS e, in_file AS f FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1'),
       getState: s('SELECT value FROM states WHERE key = ?'),
       setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       deleteState: s('DELETE FROM states WHERE key = ?'),
@@ -382,30 +383,71 @@ export class JournalStore {
   readLines(journal: string, from: number, limit = 1000, maxBytes = Number.MAX_SAFE_INTEGER): { data: Buffer; docs: number; end: number } {
     this.#assertOpen();
     const pieces: Buffer[] = [];
+    /** How many pieces were read from the file into buffers of their own (one such may be handed out as is). */
+    let fromFile = 0;
     let docs = 0;
     let offset = from;
     const row = this.#stmts.journalByName.get(journal) as { id: number; head: number } | undefined;
     if (row === undefined) return { data: Buffer.alloc(0), docs, end: from };
-    while (docs < limit && offset - from < maxBytes && offset < row.head) {
-      const f = this.#fragmentAt(row.id, offset);
-      if (f === undefined || offset >= f.end) break;
-      const data = f.data;
-      const start = offset - f.begin;
+    /** Counts the whole lines of `data` (starting at `offset`) within the limits; returns where they end in it. */
+    const scan = (data: Buffer, start: number): number => {
       let i = start;
       while (i < data.length && docs < limit && offset - from < maxBytes) {
         const nl = data.indexOf(10, i);
-        if (nl === -1) throw new Error(`journal ${journal}: the fragment [${f.begin}, ${f.end}) does not end with a newline`);
+        if (nl === -1) break;
         docs++;
-        offset = f.begin + nl + 1;
+        offset += nl + 1 - i;
         i = nl + 1;
       }
-      pieces.push(data.subarray(start, i));
+      return i;
+    };
+    while (docs < limit && offset - from < maxBytes && offset < row.head) {
+      const r = this.#stmts.fragmentBounds.get(row.id, offset) as { b: number; e: number; f: number | null } | undefined;
+      if (r === undefined || offset >= r.e) break;
+      if (r.f !== 1) {
+        // A BLOB (an earlier version's) or a staged piece: through the fragment cache.
+        const f = this.#fragmentAt(row.id, offset)!;
+        const start = offset - f.begin;
+        const i = scan(f.data, start);
+        if (i === start || (i < f.data.length && docs < limit && offset - from < maxBytes)) {
+          throw new Error(`journal ${journal}: the fragment [${f.begin}, ${f.end}) does not end with a newline`);
+        }
+        pieces.push(f.data.subarray(start, i));
+        continue;
+      }
+      // In the journal's file: read what the budget allows straight into a buffer of its own (no copy of the
+      // whole fragment, nothing cached); a line the read cut short is read again, whole, from its start.
+      let length = Math.min(r.e, Math.max(from + maxBytes, offset + 1)) - offset;
+      while (docs < limit && offset - from < maxBytes && offset < r.e) {
+        const buf = this.#readFile(row.id, offset, length);
+        const i = scan(buf, 0);
+        if (i > 0) {
+          pieces.push(buf.subarray(0, i));
+          fromFile++;
+        } else if (offset + length >= r.e) {
+          throw new Error(`journal ${journal}: the fragment [${r.b}, ${r.e}) does not end with a newline`);
+        }
+        length = Math.min(r.e - offset, Math.max(64 * 1024, 2 * (buf.length - i)));
+      }
     }
+    if (pieces.length === 1 && fromFile === 1) return { data: pieces[0]!, docs, end: offset };
     // A buffer of its own (not a slice of Node's shared pool), so that it can be transferred to a thread.
     const out = Buffer.allocUnsafeSlow(offset - from);
     let at = 0;
     for (const p of pieces) at += p.copy(out, at);
     return { data: out, docs, end: offset };
+  }
+
+  /** `length` bytes of journal `id`'s file from `position`, in a buffer of its own. */
+  #readFile(id: number, position: number, length: number): Buffer {
+    const data = Buffer.allocUnsafeSlow(length);
+    const fd = this.#fileOf(id);
+    for (let at = 0; at < length;) {
+      const n = readSync(fd, data, at, length - at, position + at);
+      if (n === 0) throw new Error(`journal file ${join(this.#filesDir, `${id}.jnl`)} ends at ${position + at}, before its committed bytes up to ${position + length}: the data dir was damaged`);
+      at += n;
+    }
+    return data;
   }
 
   /**

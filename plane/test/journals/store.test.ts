@@ -173,10 +173,15 @@ test('documents live in one file per journal; bytes a crashed commit left past t
   assert.equal(all.docs, 5001);
   assert.equal(all.end, head + 10);
   assert.equal(all.data.toString('utf8'), docs.map((d) => `${d.json}\n`).join(''));
-  assert.equal(all.data.buffer.byteLength, all.data.length, 'a buffer of its own (transferable), not a slice of a pool');
   const some = b.readLines('c/pivot=00', docs[4000]!.begin, 10, docs[4003]!.begin - docs[4000]!.begin);
   assert.deepEqual([some.docs, some.end], [3, docs[4003]!.begin]);
   assert.equal(some.data.toString('utf8'), docs.slice(4000, 4003).map((d) => `${d.json}\n`).join(''));
+  // A budget that ends inside a line takes that line whole (read on past the first read).
+  const cut = b.readLines('c/pivot=00', docs[10]!.begin, 100, docs[12]!.begin - docs[10]!.begin + 5);
+  assert.deepEqual([cut.docs, cut.end], [3, docs[13]!.begin]);
+  // Each result's buffer is its own: moving it to another thread leaves the store's reads intact.
+  for (const r of [all, some, cut, b.readLines('c/pivot=00', head, 1)]) structuredClone(r.data, { transfer: [r.data.buffer as ArrayBuffer] });
+  assert.equal(b.readLines('c/pivot=00', 0, 10_000).data.toString('utf8'), docs.map((d) => `${d.json}\n`).join(''));
   assert.deepEqual(b.readLines('c/pivot=00', head + 10, 10), { data: Buffer.alloc(0), docs: 0, end: head + 10 });
   assert.equal(b.readLines('nope/pivot=00', 0).docs, 0);
   // The next commit cuts the garbage off and writes at the head (past the BLOB's range: a sparse stretch).
