@@ -94,7 +94,7 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'fragmentBounds' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'fragmentBounds' | 'fragmentsFrom' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
   #closed = false;
   readonly #recentFragments: Fragment[] = [];
   /** Where the journals' files are (journals/ beside journals.db). */
@@ -146,6 +146,7 @@ export class JournalStore {
         CASE WHEN data_id IS NULL THEN data ELSE (SELECT data FROM fragment_data WHERE id = data_id) END AS d
         FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1`),
       fragmentBounds: s('SELECT begin_offset AS b, end_offset AS e, in_file AS f FROM fragments WHERE journal = ? AND begin_offset <= ? ORDER BY begin_offset DESC LIMIT 1'),
+      fragmentsFrom: s('SELECT begin_offset AS b, end_offset AS e, in_file AS f FROM fragments WHERE journal = ? AND begin_offset >= ? AND begin_offset < ? ORDER BY begin_offset'),
       getState: s('SELECT value FROM states WHERE key = ?'),
       setState: s('INSERT INTO states (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       deleteState: s('DELETE FROM states WHERE key = ?'),
@@ -416,18 +417,27 @@ export class JournalStore {
         continue;
       }
       // In the journal's file: read what the budget allows straight into a buffer of its own (no copy of the
-      // whole fragment, nothing cached); a line the read cut short is read again, whole, from its start.
-      let length = Math.min(r.e, Math.max(from + maxBytes, offset + 1)) - offset;
-      while (docs < limit && offset - from < maxBytes && offset < r.e) {
+      // whole fragment, nothing cached); a line the read cut short is read again, whole, from its start. The
+      // file fragments that follow this one without a gap are the file's next bytes: one read takes them too.
+      let runEnd = r.e;
+      const budgetEnd = Math.min(row.head, from + maxBytes);
+      if (runEnd < budgetEnd) {
+        for (const next of this.#stmts.fragmentsFrom.iterate(row.id, runEnd, budgetEnd + 1) as Iterable<{ b: number; e: number; f: number | null }>) {
+          if (next.b !== runEnd || next.f !== 1) break;
+          runEnd = next.e;
+        }
+      }
+      let length = Math.min(runEnd, Math.max(from + maxBytes, offset + 1)) - offset;
+      while (docs < limit && offset - from < maxBytes && offset < runEnd) {
         const buf = this.#readFile(row.id, offset, length);
         const i = scan(buf, 0);
         if (i > 0) {
           pieces.push(buf.subarray(0, i));
           fromFile++;
-        } else if (offset + length >= r.e) {
-          throw new Error(`journal ${journal}: the fragment [${r.b}, ${r.e}) does not end with a newline`);
+        } else if (offset + length >= runEnd) {
+          throw new Error(`journal ${journal}: the fragments [${r.b}, ${runEnd}) do not end with a newline`);
         }
-        length = Math.min(r.e - offset, Math.max(64 * 1024, 2 * (buf.length - i)));
+        length = Math.min(runEnd - offset, Math.max(64 * 1024, 2 * (buf.length - i)));
       }
     }
     if (pieces.length === 1 && fromFile === 1) return { data: pieces[0]!, docs, end: offset };
