@@ -153,6 +153,7 @@ async function* mainThreadBatches(source: ByteSource, metadata: FileMetaData, o:
   for await (const batch of readParquetRows(source, metadata, {
     datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom, sink, batchRows: PARQUET_BATCH_ROWS,
     onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
+    onObjectColumns: (i, names) => { if (names.length) o.log.debug(`parquet: row group ${i}: columns decoded as objects (hyparquet): ${names.join(', ')}`); },
   })) {
     at = { rowGroup: batch.rowGroup, row: batch.row };
     const out = cutter.cut(at);

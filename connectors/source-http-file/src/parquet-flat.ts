@@ -12,6 +12,8 @@
 //     the bytes, ASCII copied as is, anything else decoded and escaped as jsonString does).
 //   - Any other page (other encodings or types) goes through hyparquet's page reader and the column's
 //     converter, as before: slower, same text.
+// The same reader serves the leaves of structs and lists (parquet-nested.ts): it reads definition levels of
+// any depth and a list's repetition levels, and says each row's (entry's) level (def, rep) before writing it.
 // Memory: one decompressed page per column (DuckDB writes one page per column chunk: a row group's column),
 // in a buffer the column keeps from row group to row group (parquet-decompress.ts); dictionary pages get
 // their own (hyparquet's converted dictionary may hold views of it).
@@ -20,6 +22,7 @@ import { parquetHeader } from 'hyparquet/src/column.js';
 import { convert, convertWithDictionary } from 'hyparquet/src/convert.js';
 import { decompressPage, readDataPage, readDataPageV2 } from 'hyparquet/src/datapage.js';
 import { readRleBitPackedHybrid } from 'hyparquet/src/encoding.js';
+import { getMaxDefinitionLevel, getMaxRepetitionLevel } from 'hyparquet/src/schema.js';
 import { readPlain } from 'hyparquet/src/plain.js';
 import type { DatetimeNormalizer } from './datetime.ts';
 import type { PageBuffer, PageDecompressor } from './parquet-decompress.ts';
@@ -45,6 +48,11 @@ export interface FlatColumnPlan {
 
 const NULL = [0x6e, 0x75, 0x6c, 0x6c];
 
+/** Bits of a level up to `max` (RLE/bit-packed width). */
+function bitWidth(max: number): number {
+  return 32 - Math.clz32(max);
+}
+
 /** Copies src[a, b) to dst at o (a loop for short values: subarray() would allocate a view per value); returns the index after. */
 function copyBytes(src: Buffer, a: number, b: number, dst: Buffer, o: number): number {
   if (b - a > 32) return o + src.copy(dst, o, a, b);
@@ -57,7 +65,10 @@ export class FlatColumn {
   readonly #reader: { view: DataView; offset: number };
   readonly #decoder: ColumnDecoder;
   readonly #plan: FlatColumnPlan;
-  readonly #optional: boolean;
+  /** The definition level of a value (0: required all the way); a lower level is a null here or above. */
+  readonly #maxDef: number;
+  /** 1 for a list's leaf (parquet-nested.ts's ListWriter), else 0. */
+  readonly #maxRep: number;
   readonly #dt: DatetimeNormalizer;
   /** hyparquet's converted dictionary (for generic pages) and each entry's JSON bytes. */
   #dictionary: DecodedArray | undefined;
@@ -66,11 +77,14 @@ export class FlatColumn {
   // The current page.
   #mode: Mode = Mode.Generic;
   #rows = 0;
-  /** Next row of the page. */
+  /** Next row of the page (for a list's leaf: the next entry, one per element, empty or null list). */
   #row = 0;
-  /** Per row: 0 when null (flat optional columns), or null when no row is null. */
+  /** Per row: its definition level (below #maxDef: null), or null when no row is null. */
   #defs: Uint8Array | null = null;
   #defsBuffer = new Uint8Array(0);
+  /** Per entry of a list's leaf: its repetition level (0: a row's first entry), else null. */
+  #reps: Uint8Array | null = null;
+  #repsBuffer = new Uint8Array(0);
   /** Page bytes and the cursor over its values (PLAIN) or the index of the next value (others). */
   #page: Buffer = Buffer.alloc(0);
   #view: DataView = new DataView(new ArrayBuffer(0));
@@ -89,7 +103,9 @@ export class FlatColumn {
     this.#pageBuffer = pageBuffer;
     this.#decoder = decoder;
     this.#plan = plan;
-    this.#optional = decoder.element.repetition_type !== 'REQUIRED';
+    this.#maxDef = getMaxDefinitionLevel(decoder.schemaPath);
+    this.#maxRep = getMaxRepetitionLevel(decoder.schemaPath);
+    if (this.#maxRep > 1) throw new Error(`column '${plan.name}' is nested ${this.#maxRep} lists deep; the byte writer reads one`);
     this.#dt = dt;
   }
 
@@ -113,19 +129,23 @@ export class FlatColumn {
         const rows = daph.num_values;
         let present = rows;
         let defs: Uint8Array | null = null;
-        if (this.#optional) {
+        let reps: Uint8Array | null = null;
+        if (this.#maxRep > 0) {
+          reps = this.#repLevels(rows);
+          readRleBitPackedHybrid(reader, bitWidth(this.#maxRep), reps);
+        }
+        if (this.#maxDef > 0) {
           defs = this.#levels(rows);
-          readRleBitPackedHybrid(reader, 1, defs);
-          present = 0;
-          for (let i = 0; i < rows; i++) present += defs[i] as number;
+          readRleBitPackedHybrid(reader, bitWidth(this.#maxDef), defs);
+          present = this.#count(defs);
           if (present === rows) defs = null;
         }
         if (this.#fast(daph.encoding, page, reader.offset, present)) {
-          this.#setRows(rows, defs);
+          this.#setRows(rows, defs, reps);
           return true;
         }
         const data = readDataPage(page, daph, d);
-        this.#setGeneric(rows, data.definitionLevels ?? [], convertWithDictionary(data.dataPage, this.#dictionary, daph.encoding, d));
+        this.#setGeneric(rows, data.definitionLevels ?? [], convertWithDictionary(data.dataPage, this.#dictionary, daph.encoding, d), reps);
         return true;
       }
       if (header.type === 'DATA_PAGE_V2' && header.data_page_header_v2) {
@@ -133,20 +153,25 @@ export class FlatColumn {
         const rows = daph2.num_values;
         const levelBytes = daph2.repetition_levels_byte_length + daph2.definition_levels_byte_length;
         let defs: Uint8Array | null = null;
-        if (this.#optional && daph2.num_nulls > 0) {
+        let reps: Uint8Array | null = null;
+        const levelView = new DataView(compressed.buffer, compressed.byteOffset, compressed.byteLength);
+        if (this.#maxRep > 0) {
+          reps = this.#repLevels(rows);
+          readRleBitPackedHybrid({ view: levelView, offset: 0 }, bitWidth(this.#maxRep), reps, daph2.repetition_levels_byte_length);
+        }
+        if (this.#maxDef > 0 && daph2.num_nulls > 0) {
           defs = this.#levels(rows);
-          const view = new DataView(compressed.buffer, compressed.byteOffset, compressed.byteLength);
-          readRleBitPackedHybrid({ view, offset: daph2.repetition_levels_byte_length }, 1, defs, daph2.definition_levels_byte_length);
+          readRleBitPackedHybrid({ view: levelView, offset: daph2.repetition_levels_byte_length }, bitWidth(this.#maxDef), defs, daph2.definition_levels_byte_length);
         }
         const valueBytes = header.uncompressed_page_size - levelBytes;
         let page = compressed.subarray(levelBytes);
         if (daph2.is_compressed !== false && valueBytes) page = this.#pages.decompress(page, valueBytes, d.codec, this.#pageBuffer);
         if (this.#fast(daph2.encoding, page, 0, rows - daph2.num_nulls)) {
-          this.#setRows(rows, defs);
+          this.#setRows(rows, defs, reps);
           return true;
         }
         const data = readDataPageV2(compressed, header, d);
-        this.#setGeneric(rows, data.definitionLevels ?? [], convertWithDictionary(data.dataPage, this.#dictionary, daph2.encoding, d));
+        this.#setGeneric(rows, data.definitionLevels ?? [], convertWithDictionary(data.dataPage, this.#dictionary, daph2.encoding, d), reps);
         return true;
       }
       // Index pages and others carry no rows.
@@ -159,24 +184,68 @@ export class FlatColumn {
     return this.#defsBuffer.subarray(0, rows);
   }
 
-  #setRows(rows: number, defs: Uint8Array | null): void {
+  #repLevels(rows: number): Uint8Array {
+    if (this.#repsBuffer.length < rows) this.#repsBuffer = new Uint8Array(rows);
+    return this.#repsBuffer.subarray(0, rows);
+  }
+
+  /** Rows whose definition level is a value's. */
+  #count(defs: Uint8Array): number {
+    const max = this.#maxDef;
+    let n = 0;
+    for (let i = 0; i < defs.length; i++) if (defs[i] === max) n++;
+    return n;
+  }
+
+  #setRows(rows: number, defs: Uint8Array | null, reps: Uint8Array | null): void {
+    if (reps !== null && rows > 0 && reps[0] !== 0) throw new Error(`a page of column '${this.#plan.name}' starts inside a row (its first repetition level is ${reps[0]})`);
     this.#rows = rows;
     this.#row = 0;
     this.#defs = defs;
+    this.#reps = reps;
     this.#value = 0;
   }
 
-  #setGeneric(rows: number, defs: ArrayLike<number>, values: ArrayLike<unknown>): void {
+  #setGeneric(rows: number, defs: ArrayLike<number>, values: ArrayLike<unknown>, reps: Uint8Array | null): void {
     this.#mode = Mode.Generic;
+    let levels: Uint8Array | null = null;
     if (defs.length === 0) {
       this.#generic = values;
     } else {
+      const max = this.#maxDef;
       const out = new Array<unknown>(defs.length);
-      for (let i = 0, k = 0; i < defs.length; i++) out[i] = defs[i] === 0 ? null : values[k++];
+      for (let i = 0, k = 0; i < defs.length; i++) out[i] = defs[i] === max ? values[k++] : null;
       this.#generic = out;
+      // The levels are kept: a struct is null by its first field's level, a list tells an empty or null list
+      // from a null element by it.
+      levels = this.#levels(defs.length);
+      for (let i = 0; i < defs.length; i++) levels[i] = defs[i] as number;
     }
     if (this.#generic.length < rows) throw new Error(`a page of column '${this.#plan.name}' has ${this.#generic.length} values for ${rows} rows`);
-    this.#setRows(rows, null);
+    this.#setRows(rows, levels, reps);
+  }
+
+  /** Loads pages until one has a row left; false at the end of the chunk. */
+  #ready(): boolean {
+    while (this.#row >= this.#rows) if (!this.#nextPage()) return false;
+    return true;
+  }
+
+  /** The definition level of the next row (entry), loading its page; `where` names the row group for errors. */
+  def(where: string): number {
+    if (!this.#ready()) throw new DecodeError(`${where}: column '${this.#plan.name}' ends before the row group's last row; the file is damaged`);
+    return this.#defs === null ? this.#maxDef : this.#defs[this.#row] as number;
+  }
+
+  /** The repetition level of the next entry (1: it continues the row before), or -1 at the end of the chunk. */
+  rep(): number {
+    if (!this.#ready()) return -1;
+    return this.#reps === null ? 0 : this.#reps[this.#row] as number;
+  }
+
+  /** Passes over the next row (entry), which has no value (its definition level is below a value's). */
+  skip(): void {
+    this.#row++;
   }
 
   /** Sets up a page read in place (dictionary indices or PLAIN values from `at`); false when the page needs the generic path. */
@@ -254,7 +323,7 @@ export class FlatColumn {
       if (this.#rows === 0) return this.write(sink, where);
     }
     const row = this.#row++;
-    if (this.#defs !== null && this.#defs[row] === 0) {
+    if (this.#defs !== null && this.#defs[row] !== this.#maxDef) {
       sink.ensure(4);
       sink.buf.set(NULL, sink.len);
       sink.len += 4;

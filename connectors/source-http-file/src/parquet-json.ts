@@ -309,20 +309,69 @@ function leafPlan(el: SchemaElement, path: string, options: JsonPlanOptions): Le
   }
 }
 
+/** A leaf inside a nested column the byte writer reads (parquet-nested.ts): its path and how its values are written. */
+export interface NestedLeaf {
+  /** The names from the top-level column down to the leaf (a column chunk's path_in_schema). */
+  path: string[];
+  plan: { name: string; convert: ToJson; kind: LeafKind; instant?: InstantFormatter };
+}
+
+/** A top-level nested column of a shape the byte writer reads, with the definition levels it needs. */
+export type NestedPlan =
+  | { shape: 'struct'; def: number; fields: (NestedLeaf & { key: string })[] }
+  | { shape: 'list'; listDef: number; entryDef: number; leaf: NestedLeaf };
+
+/** The definition level of the last of `nodes` (a path down from a top-level column): the non-required nodes on it. */
+function defLevel(nodes: SchemaTree[]): number {
+  let d = 0;
+  for (const n of nodes) if (n.element.repetition_type !== 'REQUIRED') d++;
+  return d;
+}
+
+function isPlainLeaf(node: SchemaTree): boolean {
+  return node.children.length === 0 && node.element.logical_type?.type !== 'VARIANT';
+}
+
+/**
+ * The byte writer's plan for a top-level nested column (a struct of leaves, a list of one leaf), or null for
+ * other shapes (hyparquet's objects). Leaf plans are made before nodeJson strips the annotations they read.
+ */
+function nestedPlan(child: SchemaTree, options: JsonPlanOptions): NestedPlan | null {
+  if (child.children.length === 0 || child.element.repetition_type === 'REPEATED' || isMapLike(child)) return null;
+  const leafOf = (path: SchemaTree[]): NestedLeaf => {
+    const leaf = path[path.length - 1] as SchemaTree;
+    const dotted = path.map((n) => n.element.name).join('.');
+    const plan = leafPlan(leaf.element, dotted, options);
+    const convert = nullable(plan.convert);
+    return { path: path.map((n) => n.element.name), plan: plan.instant ? { name: dotted, convert, kind: plan.kind, instant: plan.instant } : { name: dotted, convert, kind: plan.kind } };
+  };
+  if (isListLike(child)) {
+    const mid = child.children[0] as SchemaTree;
+    const element = mid.children.length === 1 ? (mid.children[0] as SchemaTree) : mid;
+    if (!isPlainLeaf(element) || (element !== mid && element.element.repetition_type === 'REPEATED')) return null;
+    const path = element === mid ? [child, mid] : [child, mid, element];
+    return { shape: 'list', listDef: defLevel([child]), entryDef: defLevel([child, mid]), leaf: leafOf(path) };
+  }
+  if (!child.children.every((c) => isPlainLeaf(c) && c.element.repetition_type !== 'REPEATED')) return null;
+  return { shape: 'struct', def: defLevel([child]), fields: child.children.map((c) => ({ key: c.element.name, ...leafOf([child, c]) })) };
+}
+
 /**
  * Rewrites the leaf annotations hyparquet would convert lossily (decimals to doubles, timestamps to
  * millisecond Dates) so it hands over physical values; ENUM becomes UTF8 so dictionaries decode once.
- * Returns the converter of each top-level column.
+ * Returns the converter of each top-level column, and for a nested one the byte writer reads, its plan.
  */
-export function planColumns(root: SchemaTree, options: JsonPlanOptions): { name: string; convert: ToJson; flat: boolean; kind: LeafKind; instant?: InstantFormatter }[] {
+export function planColumns(root: SchemaTree, options: JsonPlanOptions): { name: string; convert: ToJson; flat: boolean; kind: LeafKind; instant?: InstantFormatter; nested?: NestedPlan }[] {
   return root.children.map((child) => {
     const flat = child.children.length === 0 && child.element.repetition_type !== 'REPEATED';
     // The leaf plan before nodeJson strips the annotations it reads.
     const leaf = flat && child.element.logical_type?.type !== 'VARIANT' ? leafPlan(child.element, child.element.name, options) : null;
+    const nested = flat ? null : nestedPlan(child, options);
     const convert = nodeJson(child, child.element.name, options, false);
-    return leaf?.instant
+    const base = leaf?.instant
       ? { name: child.element.name, convert, flat, kind: leaf.kind, instant: leaf.instant }
       : { name: child.element.name, convert, flat, kind: leaf?.kind ?? 'other' };
+    return nested ? { ...base, nested } : base;
   });
 }
 

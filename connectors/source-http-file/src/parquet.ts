@@ -2,10 +2,12 @@
 // file in memory. A source is either the server itself (Range requests, when it sends Accept-Ranges
 // and Content-Length) or a private temporary copy of the body (removed afterwards). Each row group is
 // fetched in one request (its column chunks are contiguous); top-level leaves are written as bytes from
-// their pages into the line buffer (parquet-flat.ts), nested columns are decoded by hyparquet and turned
-// into the JSON text of their values (parquet-json.ts); the next row group's bytes are fetched while this
-// one is converted. Memory: one row group's compressed bytes (two with the prefetch) plus its
-// decoded columns; a row group too big for the heap is refused by name before it is read.
+// their pages into the line buffer (parquet-flat.ts), and so are structs of leaves and lists of a leaf
+// (parquet-nested.ts); other nested columns are decoded by hyparquet and turned into the JSON text of
+// their values (parquet-json.ts); the next row group's bytes are fetched while this one is converted.
+// Memory: one row group's compressed bytes (two with the prefetch) plus a decompressed page per column
+// (and, for nested columns hyparquet decodes, their row group's objects); a row group too big for the
+// heap is refused by name before it is read.
 import { createWriteStream } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
 import type { FileHandle } from 'node:fs/promises';
@@ -27,6 +29,8 @@ import type { FlatColumnPlan } from './parquet-flat.ts';
 import { PageDecompressor } from './parquet-decompress.ts';
 import type { PageBuffer } from './parquet-decompress.ts';
 import { planColumns, textParsers } from './parquet-json.ts';
+import { ListWriter, StructWriter } from './parquet-nested.ts';
+import type { ColumnWriter } from './parquet-nested.ts';
 import type { JsonPlanOptions } from './parquet-json.ts';
 
 /** Random access to the file's bytes. */
@@ -273,6 +277,10 @@ export interface ParquetReadOptions extends JsonPlanOptions {
   sink: LineSink;
   /** Rows per batch handed on. */
   batchRows?: number;
+  /** false: nested columns through hyparquet's objects even where the byte writer reads them (tests compare both). */
+  nestedBytes?: boolean;
+  /** The top-level columns of a row group that hyparquet decodes into objects (shapes the byte writer does not read). */
+  onObjectColumns?: (rowGroup: number, names: string[]) => void;
   onRowGroup?: (index: number, rows: number, bytes: number) => void;
 }
 
@@ -423,17 +431,37 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
       },
     };
     // Top-level leaves beside nested columns are written by the byte writer (their chunk: the one whose
-    // path is the column's name); hyparquet decodes only the nested columns (objects per value).
+    // path is the column's name), and so are structs of leaves and lists of a leaf (parquet-nested.ts);
+    // hyparquet decodes only the other nested columns (objects per value).
     const chunkOf = new Map<string, number>();
     rg.columns.forEach((col, k) => {
       const path = col.meta_data?.path_in_schema;
-      if (path?.length === 1) chunkOf.set(path[0] as string, k);
+      if (path) chunkOf.set(path.join('\u0000'), k);
     });
-    const byteColumns: (FlatColumn | null)[] = columns.map((c, i) => {
-      const k = c.flat ? chunkOf.get(c.name) : undefined;
-      return k === undefined ? null : flatColumn(root, rg.columns[k] as ColumnChunk, span, shared, c, options.datetimes, i, where);
+    const leafColumn = (path: string[], plan: FlatColumnPlan): FlatColumn | null => {
+      const k = chunkOf.get(path.join('\u0000'));
+      return k === undefined ? null : flatColumn(root, rg.columns[k] as ColumnChunk, span, shared, plan, options.datetimes, k, where);
+    };
+    const byteColumns: (ColumnWriter | null)[] = columns.map((c) => {
+      if (c.flat) return leafColumn([c.name], c);
+      const plan = options.nestedBytes === false ? undefined : c.nested;
+      if (plan?.shape === 'list') {
+        const column = leafColumn(plan.leaf.path, plan.leaf.plan);
+        return column && new ListWriter(column, plan.listDef, plan.entryDef);
+      }
+      if (plan?.shape === 'struct') {
+        const fields: { prefix: Uint8Array; column: FlatColumn }[] = [];
+        for (const [j, f] of plan.fields.entries()) {
+          const column = leafColumn(f.path, f.plan);
+          if (column === null) return null;
+          fields.push({ prefix: Buffer.from(`${j ? ',' : ''}${JSON.stringify(f.key)}:`, 'utf8'), column });
+        }
+        return new StructWriter(fields, plan.def);
+      }
+      return null;
     });
     const nested = columns.filter((_, i) => byteColumns[i] === null).map((c) => c.name);
+    options.onObjectColumns?.(g, nested);
     // Top-level columns, each as the pieces (pages) hyparquet decoded.
     const pieces: { data: ArrayLike<unknown>; rowStart: number }[][] = columns.map(() => []);
     const index = new Map(columns.map((c, i) => [c.name, i]));
