@@ -3,6 +3,8 @@
 //   BENCH_DOCS=100000 npx node bench/materialize-sqlite.ts
 //   BENCH_CORE_ONLY=1 …   (only the in-process connector core: decoded stores → transactor → SQLite)
 //   BENCH_CPU_PROF_DIR=/tmp/prof …   (writes a V8 CPU profile of each connector process and thread there)
+//   BENCH_KEYS=random …   (keys in a random order, as the pipeline's CSV keys: each transaction first loads every
+//                          key, as the runtime does for keys below the largest stored; default: ascending, no loads)
 // The connector bin is spawned and driven like the Flow runtime drives it: acknowledge, flush, stores with
 // keyPacked/valuesPacked tuples (+ the document for standard updates), startCommit; keys ascend, so the
 // runtime's load optimization sends no loads. Baseline: the same rows as CSV imported by `sqlite3 .import`
@@ -11,7 +13,7 @@
 // core alone in process, on one thread (what the SQL layer costs without framing and tuple decoding).
 import { spawn, spawnSync } from 'node:child_process';
 import { PEERS, peer } from './peers.ts';
-import { mkdtempSync, rmSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync, createWriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -25,6 +27,10 @@ import type { EndpointConfig, ResourceConfig } from '../connectors/materialize-s
 const N = Number(process.env.BENCH_DOCS ?? 1_000_000);
 const HAVE_SQLITE3 = peer('materialize-sqlite', PEERS.sqlite3, 'the baseline (sqlite3 .import of the same rows) and the ratios against it');
 const TXN = Number(process.env.BENCH_TXN ?? 10_000);
+const RANDOM_KEYS = process.env.BENCH_KEYS === 'random';
+if (!['random', 'ascending', undefined].includes(process.env.BENCH_KEYS)) throw new Error(`BENCH_KEYS must be 'random' or 'ascending', got '${process.env.BENCH_KEYS}'`);
+/** Document i's key: i, or (random order) a bijection of the 32-bit integers (odd multiplier), so keys stay unique. */
+const keyOf = (i: number): number => (RANDOM_KEYS ? Math.imul(i, 0x9e3779b1) >>> 0 : i);
 const BIN = join(import.meta.dirname, '..', 'connectors', 'materialize-sqlite', 'bin', 'materialize-sqlite.js');
 const dir = mkdtempSync(join(tmpdir(), 'bench-mat-sqlite-'));
 
@@ -40,7 +46,7 @@ const STATUS = ['new', 'active', 'churned', 'vip'];
 type Row = Record<string, string | number | boolean>;
 function row(i: number): Row {
   return {
-    id: i, name: `user ${i}`, email: `user${i}@example.com`, age: 18 + (i % 70), score: (i % 1000) / 7,
+    id: keyOf(i), name: `user ${i}`, email: `user${i}@example.com`, age: 18 + (i % 70), score: (i % 1000) / 7,
     active: i % 3 !== 0, created_at: `2024-0${1 + (i % 9)}-1${i % 10}T12:${String(i % 60).padStart(2, '0')}:00Z`,
     city: CITIES[i % 8]!, country: `C${i % 50}`, balance: (i * 37 % 100000) / 100, status: STATUS[i % 4]!, visits: i % 5000,
   };
@@ -52,6 +58,24 @@ function collection(): CollectionSpec {
     projections.push({ field: f, ptr: `/${f}`, ...(f === 'id' ? { isPrimaryKey: true } : {}), inference: { types, exists: 'MUST', ...(str ? { string: str } : {}) } });
   }
   return { name: 'bench/users', key: ['/id'], projections };
+}
+
+/** The load requests of one transaction (random keys: the runtime loads every key; ascending: none). */
+function loadLines(from: number, to: number): string {
+  if (!RANDOM_KEYS) return '';
+  const parts: string[] = [];
+  for (let i = from; i < to; i++) parts.push(`{"load":{"keyPacked":"${packTupleBase64([keyOf(i)])}"}}\n`);
+  return parts.join('');
+}
+
+/** CPU seconds (user + system) a live process has used so far, from /proc (undefined where there is none). */
+function cpuSecondsOf(pid: number): number | undefined {
+  try {
+    const f = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+    return (Number(f[11]) + Number(f[12])) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The protocol lines of one transaction's stores. */
@@ -68,7 +92,7 @@ function storeLines(from: number, to: number, withDoc: boolean): string {
   return parts.join('');
 }
 
-async function runConnector(delta: boolean): Promise<{ seconds: number; rows: number }> {
+async function runConnector(delta: boolean): Promise<{ seconds: number; rows: number; cpu: number | undefined }> {
   const path = join(dir, delta ? 'delta.db' : 'standard.db');
   const spec = specOf(path, delta);
   const apply = spawnSync(process.execPath, [BIN], { input: `${JSON.stringify({ apply: { materialization: spec, version: 'v1' } })}\n` });
@@ -83,15 +107,19 @@ async function runConnector(delta: boolean): Promise<{ seconds: number; rows: nu
   };
   const write = async (text: string | Buffer) => { if (!child.stdin.write(text)) await once(child.stdin, 'drain'); };
   // The runtime's side (reducing, packing tuples) is not what we measure: build every transaction first.
-  const txns: Buffer[] = [];
-  for (let from = 0; from < N; from += TXN) txns.push(Buffer.from(storeLines(from, Math.min(from + TXN, N), !delta)));
+  const txns: { loads: string; stores: Buffer }[] = [];
+  for (let from = 0; from < N; from += TXN) {
+    const to = Math.min(from + TXN, N);
+    // Delta bindings are never loaded.
+    txns.push({ loads: delta ? '' : loadLines(from, to), stores: Buffer.from(storeLines(from, to, !delta)) });
+  }
   const started = performance.now();
   await write(`${JSON.stringify({ open: { materialization: spec, range: { keyEnd: 4294967295, rClockEnd: 4294967295 } } })}\n`);
   await expect('opened');
-  for (const [t, stores] of txns.entries()) {
+  for (const [t, { loads, stores }] of txns.entries()) {
     // As Flow's runtime does, the next transaction's requests follow `acknowledge` without waiting for
-    // `acknowledged` (here: no loads, so its flush).
-    await write('{"acknowledge":{}}\n{"flush":{}}\n');
+    // `acknowledged` (its loads, then its flush; every key is new, so nothing is loaded).
+    await write(`{"acknowledge":{}}\n${loads}{"flush":{}}\n`);
     await expect('acknowledged');
     await expect('flushed');
     await write(stores);
@@ -101,10 +129,12 @@ async function runConnector(delta: boolean): Promise<{ seconds: number; rows: nu
   await write('{"acknowledge":{}}\n');
   await expect('acknowledged');
   const seconds = (performance.now() - started) / 1000;
+  // Measured before the exit's WAL checkpoint, as `seconds` is.
+  const cpu = cpuSecondsOf(child.pid!);
   child.stdin.end();
   const [code] = await once(child, 'close') as [number];
   if (code !== 0) throw new Error(`connector exited ${code}`);
-  return { seconds, rows: countRows(path) };
+  return { seconds, rows: countRows(path), cpu };
 }
 
 /** Rows of `users`, read with node:sqlite (the count needs no sqlite3 CLI). */
@@ -184,7 +214,7 @@ async function runImport(): Promise<{ seconds: number; rows: number }> {
 
 try {
   const sqliteVersion = HAVE_SQLITE3 ? spawnSync('sqlite3', ['--version']).stdout.toString().split(' ')[0] : 'absent';
-  console.log(`materialize-sqlite benchmark: ${N.toLocaleString('en')} documents of ${FIELDS.length} fields, transactions of ${TXN.toLocaleString('en')}; sqlite3 CLI ${sqliteVersion}`);
+  console.log(`materialize-sqlite benchmark: ${N.toLocaleString('en')} documents of ${FIELDS.length} fields, transactions of ${TXN.toLocaleString('en')}, keys ${RANDOM_KEYS ? 'in random order (standard: every key loaded first)' : 'ascending'}; sqlite3 CLI ${sqliteVersion}`);
   if (process.env.BENCH_CORE_ONLY === '1') {
     for (const d of [true, false]) { const c = await runCore(d); console.log(d ? 'delta' : 'standard', Math.round(c.rows / c.seconds)); }
   } else {
@@ -208,6 +238,6 @@ async function runAll(): Promise<void> {
     const coreRate = core.rows / core.seconds;
     const ratio = (x: number) => (imp ? `, ratio ${(x / importRate).toFixed(2)}×` : '');
     console.log(`${name.padEnd(8)}  connector core in process, one thread (decoded stores → transactor → SQLite): ${Math.round(coreRate).toLocaleString('en')} docs/s${ratio(coreRate)}`);
-    console.log(`${name.padEnd(8)}  connector via protocol: ${N} docs in ${r.seconds.toFixed(2)} s = ${Math.round(rate).toLocaleString('en')} docs/s${imp ? `${ratio(rate)} of .import (target ≥ ${target}×) ${rate / importRate >= target ? 'MET' : 'NOT MET'}` : ' (no ratio: sqlite3 absent)'}; db ${(size / 1e6).toFixed(0)} MB`);
+    console.log(`${name.padEnd(8)}  connector via protocol: ${N} docs in ${r.seconds.toFixed(2)} s = ${Math.round(rate).toLocaleString('en')} docs/s${imp ? `${ratio(rate)} of .import (target ≥ ${target}×) ${rate / importRate >= target ? 'MET' : 'NOT MET'}` : ' (no ratio: sqlite3 absent)'}; db ${(size / 1e6).toFixed(0)} MB${r.cpu === undefined ? '' : `; connector CPU ${r.cpu.toFixed(2)} s = ${(r.cpu * 1e6 / N).toFixed(1)} µs/doc`}`);
   }
 }
