@@ -55,7 +55,8 @@ const NESTED_FIELDS: Record<string, readonly string[]> = {
   'capture.validated.bindings': ['resourcePath'],
   'materialize.validated.bindings': ['resourcePath', 'constraints', 'projectionConstraints', 'deltaUpdates', 'serPolicy', 'caseInsensitiveFields'],
 };
-const FIELD_SETS = new Map(Object.entries(RESPONSE_FIELDS).flatMap(([p, vs]) => Object.entries(vs).map(([v, fs]) => [`${p}.${v}`, new Set(fs)] as const)));
+// By protocol, then variant: looked up per response (a `captured` per document), so no key is built for it.
+const FIELD_SETS = Object.fromEntries(Object.entries(RESPONSE_FIELDS).map(([p, vs]) => [p, new Map(Object.entries(vs).map(([v, fs]) => [v, new Set(fs)]))])) as Record<Protocol, Map<string, Set<string>>>;
 
 function unknownField(fields: Set<string> | readonly string[], value: unknown): string | undefined {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
@@ -66,18 +67,21 @@ function unknownField(fields: Set<string> | readonly string[], value: unknown): 
 
 /** Throws ProtocolError naming an unknown field of a response (its body, state, or listed bindings). */
 export function checkResponseFields(protocol: Protocol, variant: string, body: JsonObjectLike, where: string): void {
-  const allowed = FIELD_SETS.get(`${protocol}.${variant}`);
+  const allowed = FIELD_SETS[protocol].get(variant);
   if (allowed === undefined) return;
   const fail = (field: string, of: string, expected: readonly string[] | Set<string>): never => {
     throw new ProtocolError(`${where}: ${of} has an unknown field "${field}" (known: ${[...expected].join(', ')}); Flow's runtime rejects it`);
   };
-  const top = unknownField(allowed, body);
-  if (top !== undefined) fail(top, `"${variant}"`, allowed);
+  // The hot case (a `captured` or `loaded` body): its own keys against the set, nothing else to check.
+  for (const k in body) if (!allowed.has(k)) fail(k, `"${variant}"`, allowed);
   const state = body['state'];
-  const s = unknownField(STATE_FIELDS, state);
-  if (s !== undefined) fail(s, `"${variant}.state"`, STATE_FIELDS);
-  const nested = NESTED_FIELDS[`${protocol}.${variant}.bindings`];
+  if (state !== undefined) {
+    const s = unknownField(STATE_FIELDS, state);
+    if (s !== undefined) fail(s, `"${variant}.state"`, STATE_FIELDS);
+  }
   const bindings = body['bindings'];
+  if (bindings === undefined) return;
+  const nested = NESTED_FIELDS[`${protocol}.${variant}.bindings`];
   if (nested !== undefined && Array.isArray(bindings)) {
     bindings.forEach((b, i) => {
       const f = unknownField(nested, b);
