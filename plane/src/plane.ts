@@ -19,7 +19,7 @@ import { CollectionWriters } from './journals/writer.ts';
 import { runCaptureSession } from './tasks/capture.ts';
 import { runCatalogTest, type TestOutcome } from './tasks/catalog-tests.ts';
 import { Launcher } from './tasks/launcher.ts';
-import { materializeInThread, prestartMaterializeThread, releaseMaterializeThread, runMaterializeSession } from './tasks/materialize.ts';
+import { materializeInThread, runMaterializeSession } from './tasks/materialize.ts';
 import { TaskRunner } from './tasks/runner.ts';
 
 export interface LocalPlaneOptions {
@@ -88,11 +88,7 @@ export class LocalPlane {
 
   /** Publishes the catalog file; concurrent calls run one after another. */
   publish(): Promise<PublishResult> {
-    // Connectors prestarted for the publication's applies and not taken (a failed build, an unchanged task) end with it.
-    const next = this.#publishing.then(() => this.#publish().finally(() => {
-      this.launcher.releaseSpares();
-      releaseMaterializeThread();
-    }));
+    const next = this.#publishing.then(() => this.#publish());
     this.#publishing = next.catch(() => undefined);
     return next;
   }
@@ -134,21 +130,10 @@ export class LocalPlane {
       return { launcher: this.launcher, version: '', apply: false, ...(last ? { last } : {}) };
     };
     // Tasks build concurrently (each runs its connector's validate); results keep catalog order.
-    const building = Promise.allSettled([
+    const built = await Promise.allSettled([
       ...[...catalog.captures.values()].filter((d) => !d.disabled).map(async (def) => ({ kind: 'capture' as const, name: def.name, built: await buildCapture(catalog, def, buildOpts(def.name)) })),
       ...[...catalog.materializations.values()].filter((d) => !d.disabled).map(async (def) => ({ kind: 'materialization' as const, name: def.name, built: await buildMaterialization(catalog, def, buildOpts(def.name)) })),
     ]);
-    // A task that is not running yet will be applied after the build: its Apply connector starts now, while
-    // the Validates run (a connector's start, ~0.3 s, is then off the path to ready). Running tasks may be
-    // unchanged (no apply): none is started for them.
-    for (const def of catalog.captures.values()) if (!def.disabled && !this.runners.has(def.name)) this.launcher.prestart(def.endpoint, def.name, 'capture');
-    for (const def of catalog.materializations.values()) {
-      if (def.disabled || this.runners.has(def.name)) continue;
-      this.launcher.prestart(def.endpoint, def.name, 'materialize');
-      // …and the thread its session will run on (materializeInThread).
-      prestartMaterializeThread();
-    }
-    const built = await building;
     const order = [...catalog.captures.values(), ...catalog.materializations.values()].filter((d) => !d.disabled).map((d) => d.name);
     for (const [i, r] of built.entries()) {
       if (r.status === 'rejected') errors.push({ detail: (r.reason as Error).message, catalog_name: order[i]! });

@@ -7,7 +7,7 @@ import {
   ConfigError, ProtocolError, type CaptureRequest, type CaptureResponse, type ConnectorType, type JsonObject,
   type MaterializeRequest, type MaterializeResponse,
 } from '@sluice/runtime';
-import { isContainerTarget, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
+import type { ConnectorTarget } from '@sluice/runtime/host';
 import type { EndpointRef } from '../catalog/types.ts';
 import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector, builtinForImage, isInstalled, type BuiltinConnector } from '../registry.ts';
 import { hostSession } from './host-session.ts';
@@ -39,45 +39,8 @@ function processOf(connector: BuiltinConnector, env: Record<string, string>): Co
 
 export class Launcher {
   readonly options: LauncherOptions;
-  /** Connectors started ahead of need (prestart), by protocol, task and target; each serves one session. */
-  readonly #spares = new Map<string, ConnectorSession<unknown, unknown>[]>();
-
   constructor(options: LauncherOptions = {}) {
     this.options = options;
-  }
-
-  /**
-   * Starts the task's connector process now, for the next capture()/materialize() of the same protocol, task
-   * and target without hooks (a unary RPC's) to take: its start (Node and its imports, ~0.3 s) then overlaps
-   * what the caller waits for first. Containers are not prestarted. releaseSpares() ends the ones not taken.
-   */
-  prestart(endpoint: EndpointRef, task: string, protocol: Protocol): void {
-    let target: ConnectorTarget;
-    try {
-      target = this.target(endpoint, task);
-    } catch {
-      return; // the build reports it
-    }
-    if (isContainerTarget(target)) return;
-    const key = `${protocol}\n${task}\n${JSON.stringify(target)}`;
-    const list = this.#spares.get(key) ?? [];
-    list.push(hostSession(target, protocol, task));
-    this.#spares.set(key, list);
-  }
-
-  /** Ends every prestarted connector nobody took. */
-  releaseSpares(): void {
-    for (const list of this.#spares.values()) for (const s of list) s.kill();
-    this.#spares.clear();
-  }
-
-  #spare<Req, Res>(endpoint: EndpointRef, task: string, protocol: Protocol, hooks: SessionHooks): ConnectorSession<Req, Res> | undefined {
-    if (this.#spares.size === 0 || hooks.onLog !== undefined) return undefined;
-    const key = `${protocol}\n${task}\n${JSON.stringify(this.target(endpoint, task))}`;
-    const list = this.#spares.get(key);
-    const taken = list?.shift();
-    if (list?.length === 0) this.#spares.delete(key);
-    return taken as ConnectorSession<Req, Res> | undefined;
   }
 
   /** How the endpoint's connector runs: a built-in bin, a local command, or a container image. */
@@ -108,11 +71,11 @@ export class Launcher {
   }
 
   capture(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<CaptureRequest, CaptureResponse> {
-    return this.#spare(endpoint, task, 'capture', hooks) ?? hostSession(this.target(endpoint, task), 'capture', task, hooks);
+    return hostSession(this.target(endpoint, task), 'capture', task, hooks);
   }
 
   materialize(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<MaterializeRequest, MaterializeResponse> {
-    return this.#spare(endpoint, task, 'materialize', hooks) ?? hostSession(this.target(endpoint, task), 'materialize', task, hooks);
+    return hostSession(this.target(endpoint, task), 'materialize', task, hooks);
   }
 }
 

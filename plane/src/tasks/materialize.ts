@@ -82,19 +82,6 @@ const materializeThreads = threadModule<ToThread, FromThread>(new URL('./materia
   resourceLimits: { maxYoungGenerationSizeMb: 12 },
 });
 
-/**
- * Starts a materialization thread ahead of need (at most one waits), for the next session to take: a thread's
- * start (~0.1–0.3 s: an isolate, the driver's imports) then overlaps the publication's applies.
- */
-export function prestartMaterializeThread(): void {
-  materializeThreads.prestart();
-}
-
-/** Ends a prestarted materialization thread no session took. */
-export function releaseMaterializeThread(): void {
-  materializeThreads.releasePrestarted();
-}
-
 type Callbacks = Pick<MaterializeDriverOptions, 'onOpened' | 'onAcknowledged' | 'onFlushed' | 'onStartedCommit'>;
 
 /** Runs the driver on the connector's thread, serving its callbacks here; resolves or rejects as the driver does. */
