@@ -11,6 +11,7 @@ import { Decorator, isCustomDecoration } from './decorate.ts';
 import { ConfigError, DecodeError } from './errors.ts';
 import { fileNameOf, metaOf } from './file-names.ts';
 import type { FileInfo } from './http-response.ts';
+import { peekBody } from './http.ts';
 import { minorGcBudget } from './gc.ts';
 import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
@@ -106,25 +107,9 @@ export async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, Re
   const body = client.get({ validator: { etag, lastModified: head.lastModified }, size: head.contentEncoding ? null : head.contentLength, onResponse: (i) => { info = i; }, ...(resume ? { from: resume.byteOffset } : {}) });
   // The GET's headers decide detection; they arrive before the first chunk.
   const lazyMeta = { get value() { return metaOf(config, info ?? head); } };
-  const bodyIt = body[Symbol.asyncIterator]();
-  const firstChunk = await bodyIt.next();
-  // Returning the replay returns the body (which destroys the response): a parse error mid-body must
-  // not leave the request to the session's abort, whose AbortError would then mask the parse error.
-  const replay = (async function* () {
-    try {
-      if (!firstChunk.done) yield firstChunk.value;
-      else return;
-      while (true) {
-        const r = await bodyIt.next();
-        if (r.done) return;
-        yield r.value;
-      }
-    } finally {
-      await bodyIt.return?.(undefined);
-    }
-  })();
+  const { first: firstChunk, body: replay } = await peekBody(body);
   const meta = lazyMeta.value;
-  if (!resume && (config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(firstChunk.value)) {
+  if (!resume && (config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(firstChunk)) {
     yield* parquet('its first bytes, PAR1', replay);
     return;
   }

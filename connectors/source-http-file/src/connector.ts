@@ -11,6 +11,7 @@ import { DISCOVER_MAX_RECORDS, SchemaInference } from './discover-schema.ts';
 import { ConfigError } from './errors.ts';
 import { metaOf, recommendedName } from './file-names.ts';
 import type { FileInfo } from './http-response.ts';
+import { peekBody } from './http.ts';
 import { discoverParquet, checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-capture.ts';
 import { parseFile } from './pipeline.ts';
 import { redactUrl } from './redact-url.ts';
@@ -109,22 +110,8 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       let csv = false;
       let complete = true;
       const body = client.get({ onResponse: (i) => { info = i; } });
-      const it = body[Symbol.asyncIterator]();
-      const first = await it.next();
-      const replay = (async function* () {
-        try {
-          if (first.done) return;
-          yield first.value;
-          while (true) {
-            const r = await it.next();
-            if (r.done) return;
-            yield r.value;
-          }
-        } finally {
-          await it.return?.(undefined);
-        }
-      })();
-      if ((config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(first.value)) return parquetFile(replay);
+      const { first, body: replay } = await peekBody(body);
+      if ((config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(first)) return parquetFile(replay);
       // The whole file when it has at most DISCOVER_MAX_RECORDS records, so the schema holds for all of them.
       const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser, { onFormat: (f) => { csv = f.type === 'csv'; } });
       try {

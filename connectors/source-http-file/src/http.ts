@@ -476,3 +476,27 @@ export class HttpClient {
   }
 }
 
+/**
+ * Reads a body's first chunk ahead (a GET's response headers, which decide format detection, arrive before
+ * it) and gives it back with the whole body from its start. Returning `body` returns the response's iterator,
+ * which destroys the response: a parse error mid-body must not leave the request to the session's abort,
+ * whose AbortError would then mask the parse error.
+ */
+export async function peekBody<T>(response: AsyncIterable<T>): Promise<{ first: T | undefined; body: AsyncGenerator<T> }> {
+  const it = response[Symbol.asyncIterator]();
+  const head = await it.next();
+  const body = (async function* () {
+    try {
+      if (head.done === true) return;
+      yield head.value;
+      while (true) {
+        const r = await it.next();
+        if (r.done === true) return;
+        yield r.value;
+      }
+    } finally {
+      await it.return?.(undefined);
+    }
+  })();
+  return { first: head.done === true ? undefined : head.value, body };
+}

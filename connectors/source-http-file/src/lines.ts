@@ -57,6 +57,16 @@ export class LineSink extends CapturedLinesWriter {
     this.resumeFrom = resumeFrom;
   }
 
+  /** Appends a few bytes (a column's `,"name":` prefix, `null`), copied by a loop: for so few, TypedArray#set's call costs more than the copy. */
+  writeShort(bytes: Uint8Array): void {
+    const n = bytes.length;
+    this.ensure(n);
+    const buf = this.buf;
+    let o = this.len;
+    for (let i = 0; i < n; i++) buf[o++] = bytes[i] as number;
+    this.len = o;
+  }
+
   /** Bytes a record needs beyond its fields: the line's framing, `_meta` and the offset. */
   get recordSlack(): number {
     return this.framingBytes + this.#metaOpen.length + 24;

@@ -17,16 +17,7 @@ export interface ColumnWriter {
   write(sink: LineSink, where: string): void;
 }
 
-const NULL = [0x6e, 0x75, 0x6c, 0x6c];
-
-function writeBytes(sink: LineSink, bytes: ArrayLike<number>): void {
-  const n = bytes.length;
-  sink.ensure(n);
-  const buf = sink.buf;
-  let o = sink.len;
-  for (let i = 0; i < n; i++) buf[o++] = bytes[i] as number;
-  sink.len = o;
-}
+const NULL = new Uint8Array([0x6e, 0x75, 0x6c, 0x6c]);
 
 function writeByte(sink: LineSink, b: number): void {
   sink.ensure(1);
@@ -55,12 +46,12 @@ export class StructWriter implements ColumnWriter {
         f.column.def(where);
         f.column.skip();
       }
-      writeBytes(sink, NULL);
+      sink.writeShort(NULL);
       return;
     }
     writeByte(sink, 0x7b); // {
     for (const f of fields) {
-      writeBytes(sink, f.prefix);
+      sink.writeShort(f.prefix);
       f.column.write(sink, where);
     }
     writeByte(sink, 0x7d); // }
@@ -89,7 +80,7 @@ export class ListWriter implements ColumnWriter {
     const d = c.def(where);
     if (d < this.#listDef) {
       c.skip();
-      writeBytes(sink, NULL);
+      sink.writeShort(NULL);
       return;
     }
     if (d < this.#entryDef) {

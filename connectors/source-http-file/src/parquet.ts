@@ -331,16 +331,6 @@ function flatColumn(root: SchemaTree, col: ColumnChunk, span: RowGroupBytes, sha
   return new FlatColumn(span.bytes.subarray(start, start + Number(m.total_compressed_size)), decoder, plan, datetimes, shared.pages, buffer);
 }
 
-/** Writes a column's prefix (`,"name":`), copied by a loop: a few bytes, where TypedArray#set's call costs more than the copy. */
-function writePrefix(sink: LineSink, p: Uint8Array): void {
-  const n = p.length;
-  sink.ensure(n);
-  const buf = sink.buf;
-  let o = sink.len;
-  for (let i = 0; i < n; i++) buf[o++] = p[i] as number;
-  sink.len = o;
-}
-
 /**
  * The rows of one row group of a flat schema, streamed page by page and written as framed lines into
  * the sink (parquet-flat.ts); yields the row after each batch. Rows before `from` are decoded and dropped.
@@ -358,7 +348,7 @@ export function* flatRowGroup(root: SchemaTree, rg: RowGroup, span: RowGroupByte
       const mark = sink.len;
       sink.openRecord(room);
       for (let c = 0; c < n; c++) {
-        writePrefix(sink, prefixes[c] as Uint8Array);
+        sink.writeShort(prefixes[c] as Uint8Array);
         (cols[c] as FlatColumn).write(sink, where);
       }
       if (r >= from) sink.closeRecord();
@@ -512,7 +502,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
             const mark = sink.len;
             sink.openRecord(room);
             for (let c = 0; c < n; c++) {
-              writePrefix(sink, prefixBytes[c] as Uint8Array);
+              sink.writeShort(prefixBytes[c] as Uint8Array);
               const b = byteColumns[c];
               if (b) b.write(sink, where);
               else if (r >= from) {
