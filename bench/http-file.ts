@@ -28,6 +28,7 @@ import { CsvRecordParser } from '../connectors/source-http-file/src/csv.ts';
 import { DatetimeNormalizer } from '../connectors/source-http-file/src/datetime.ts';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
 import { createHttpFileConnector } from '../connectors/source-http-file/src/index.ts';
+import { ridesCsv } from './rides.ts';
 
 // Child mode: the connector's open() in-process, JSON lines to stdout, no runtime.
 if (process.argv[2] === '--in-process-child') {
@@ -99,25 +100,11 @@ const V8_FLAGS = nodeFlagsOf(BIN);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-http-file-'));
 const csvPath = join(dir, 'rides.csv');
 
-const CITIES = ['Lisbon', 'Osaka', 'São Paulo', 'Zürich', 'New York, NY', 'Nairobi', 'Reykjavík', 'Chennai'];
+/** The rides CSV (bench/rides.ts) at csvPath. */
 async function generate(): Promise<void> {
   const out = createWriteStream(csvPath);
-  out.write('ride_id,vehicle_id,rider_email,city,started_at,ended_at,distance_km,fare,tip,member,device,note\n');
-  let batch = '';
-  for (let i = 0; i < ROWS; i++) {
-    const start = 1_700_000_000_000 + i * 37_000;
-    const city = CITIES[i % CITIES.length] as string;
-    const h = ((i * 2654435761) >>> 0).toString(16).padStart(8, '0');
-    const note = i % 11 === 0 ? '"late, but ""fine"""' : 'ok';
-    batch += `${h}-${i},${h}-4a1f-9c2e-${String(i).padStart(12, '0')},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
-      + `${new Date(start).toISOString().replace('T', ' ').slice(0, 19)},${new Date(start + 900_000).toISOString().replace('T', ' ').slice(0, 19)},`
-      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 2 ? 'android-14.2' : 'ios-17.5.1'},${note}\n`;
-    if (batch.length > 1 << 20) {
-      if (!out.write(batch)) await once(out, 'drain');
-      batch = '';
-    }
-  }
-  out.end(batch);
+  for (const chunk of ridesCsv(ROWS)) if (!out.write(chunk)) await once(out, 'drain');
+  out.end();
   await once(out, 'finish');
 }
 

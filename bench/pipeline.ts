@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { createGzip } from 'node:zlib';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
+import { RIDES_COLUMNS, ridesCsv } from './rides.ts';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -29,10 +30,8 @@ const VERBOSE = process.argv.includes('--verbose');
 const SLUICE = new URL('../plane/bin/sluice.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-pipeline-'));
 const gz = join(dir, 'rides.csv.gz');
-const COLUMNS = ['ride_id', 'vehicle_id', 'rider_email', 'city', 'started_at', 'ended_at', 'distance_km', 'fare', 'tip', 'member', 'device', 'note'];
-const CITIES = ['Lisbon', 'Osaka', 'São Paulo', 'Zürich', 'New York, NY', 'Nairobi', 'Reykjavík', 'Chennai'];
 
-/** The rides file of bench/http-file.ts (same columns and values), gzip-compressed. */
+/** The rides file (bench/rides.ts, as bench/http-file.ts reads it), gzip-compressed. */
 async function generate(): Promise<number> {
   const gzip = createGzip({ level: 6 });
   const out = gzip.pipe(createWriteStream(gz));
@@ -41,22 +40,7 @@ async function generate(): Promise<number> {
     csvBytes += Buffer.byteLength(s);
     if (!gzip.write(s)) await once(gzip, 'drain');
   };
-  await write(`${COLUMNS.join(',')}\n`);
-  let batch = '';
-  for (let i = 0; i < ROWS; i++) {
-    const start = 1_700_000_000_000 + i * 37_000;
-    const city = CITIES[i % CITIES.length]!;
-    const h = ((i * 2654435761) >>> 0).toString(16).padStart(8, '0');
-    const note = i % 11 === 0 ? '"late, but ""fine"""' : 'ok';
-    batch += `${h}-${i},${h}-4a1f-9c2e-${String(i).padStart(12, '0')},rider${i % 99991}@example.com,${city.includes(',') ? `"${city}"` : city},`
-      + `${new Date(start).toISOString().replace('T', ' ').slice(0, 19)},${new Date(start + 900_000).toISOString().replace('T', ' ').slice(0, 19)},`
-      + `${(i % 997) / 10},${(i % 5000) / 100},${i % 7},${i % 3 === 0 ? 'true' : 'false'},${i % 2 ? 'android-14.2' : 'ios-17.5.1'},${note}\n`;
-    if (batch.length > 1 << 20) {
-      await write(batch);
-      batch = '';
-    }
-  }
-  await write(batch);
+  for (const chunk of ridesCsv(ROWS)) await write(chunk);
   gzip.end();
   await once(out, 'finish');
   return csvBytes;
@@ -76,7 +60,7 @@ async function serveFile(): Promise<{ url: string; close: () => void }> {
 }
 
 function catalog(url: string, db: string, delta: boolean): string {
-  const props = COLUMNS.map((c) => `        ${c}: {type: string}`).join('\n');
+  const props = RIDES_COLUMNS.map((c) => `        ${c}: {type: string}`).join('\n');
   return `
 collections:
   bench/rides:
