@@ -15,7 +15,7 @@ import { captureValidateRequest, materializationValidateRequest } from '../build
 import type { EndpointRef } from '../catalog/types.ts';
 import { BUILTIN_CONNECTORS, type BuiltinConnector, builtinCommand, builtinConnector } from '../registry.ts';
 import { hostSession, type SessionLimits } from '../tasks/host-session.ts';
-import { Launcher } from '../tasks/launcher.ts';
+import { closeAndRecv, Launcher } from '../tasks/launcher.ts';
 import type { ConnectorLogEvent, SessionHooks } from '../tasks/session.ts';
 import {
   type Fixture, type RawBinding, buildRawCapture, buildRawMaterialization, captureDefOf, materializationDefOf, readBindings,
@@ -384,15 +384,7 @@ function strictClose<Req, Res>(inner: DriverSession<Req, Res>): DriverSession<Re
     get awaiting(): string { return inner.awaiting ?? 'a response'; },
     set awaiting(what: string) { inner.awaiting = what; },
     async close() {
-      const closing = inner.close();
-      let extra: Res | undefined;
-      try {
-        extra = await inner.recv();
-      } catch (err) {
-        await closing.catch(() => undefined);
-        throw err;
-      }
-      await closing;
+      const extra = await closeAndRecv(inner);
       if (extra !== undefined) throw new ProtocolError(`the connector wrote "${Object.keys(extra as object)[0]}" after the last acknowledged`);
     },
   };

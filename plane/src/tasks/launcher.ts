@@ -79,9 +79,11 @@ export class Launcher {
   }
 }
 
-/** A unary RPC: one request, stdin closed, exactly one response of `variant`, clean exit. */
-export async function unary<Req, Res>(session: ConnectorSession<Req, Res>, request: Req, variant: string, task: string): Promise<JsonObject> {
-  await session.send(request);
+/**
+ * Closes the connector's stdin and reads its next response (undefined once it has none), then waits for its
+ * exit. A failed read waits for the exit too, then throws: the exit's cause is known by then.
+ */
+export async function closeAndRecv<Req, Res>(session: ConnectorSession<Req, Res>): Promise<Res | undefined> {
   const closing = session.close();
   let res: Res | undefined;
   try {
@@ -91,6 +93,13 @@ export async function unary<Req, Res>(session: ConnectorSession<Req, Res>, reque
     throw err;
   }
   await closing;
+  return res;
+}
+
+/** A unary RPC: one request, stdin closed, exactly one response of `variant`, clean exit. */
+export async function unary<Req, Res>(session: ConnectorSession<Req, Res>, request: Req, variant: string, task: string): Promise<JsonObject> {
+  await session.send(request);
+  const res = await closeAndRecv(session);
   const extra = await session.recv().catch(() => undefined);
   if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
   if (extra !== undefined) throw new ProtocolError(`${task}: rpc is expected to be unary, but the connector sent more than one response`);
