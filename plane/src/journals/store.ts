@@ -223,22 +223,27 @@ export class JournalStore {
     const written = new Set<number>();
     const flush = (row: JournalRow) => {
       if (row.lines.length === 0 && row.chunks.length === 0) return;
-      let data: Buffer;
+      const fd = this.#fileOf(row.id, row.committed);
+      // Chunks (appendBytes) are written one after the other, not concatenated first (a copy of every byte).
+      const pieces: Buffer[] = row.chunks;
       if (row.lines.length > 0) {
         // Each line encoded straight into one buffer of the size already counted: joining first builds and
         // flattens a multi-MB string, ~3× the cost (measured: 70 → 25 ms per 10k 376-byte documents, loaded).
-        data = Buffer.allocUnsafe(row.bytes);
+        const data = Buffer.allocUnsafe(row.bytes);
         let at = 0;
         for (const line of row.lines) {
           at += data.write(line, at, 'utf8');
           data[at++] = 0x0a;
         }
         if (at !== row.bytes) throw new Error(`journal store: encoded ${at} bytes for lines counted as ${row.bytes}`);
-      } else {
-        data = row.chunks.length === 1 ? row.chunks[0]! : Buffer.concat(row.chunks);
+        pieces.push(data);
       }
-      const fd = this.#fileOf(row.id, row.committed);
-      for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at, row.begin + at);
+      let position = row.begin;
+      for (const data of pieces) {
+        for (let at = 0; at < data.length;) at += writeSync(fd, data, at, data.length - at, position + at);
+        position += data.length;
+      }
+      if (position !== row.head) throw new Error(`journal store: wrote ${position - row.begin} bytes for a fragment of ${row.head - row.begin}`);
       written.add(fd);
       this.#stmts.insertFileFragment.run(row.id, row.begin, row.head);
       row.lines = [];
