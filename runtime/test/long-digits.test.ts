@@ -20,6 +20,20 @@ test('hasLongDigits matches a run of 16+ digits anywhere, as /\\d{16}/ does', ()
   assert.equal(hasLongDigits('1234567890123456'), true);
   assert.equal(hasLongDigits('123456789012345'), false);
   assert.equal(hasLongDigits('x123456789012345-1234567890123456'), true);
+  // hasLongDigits reads every 16th character: runs of 15, 16 and 17 digits at every position of texts
+  // of every length up to 80, with non-digits or shorter runs around them.
+  for (let n = 0; n <= 80; n++) {
+    for (const run of [15, 16, 17]) {
+      for (let at = 0; at + run <= n; at++) {
+        for (const filler of ['a', '1a', '123456789012345x']) {
+          const text = filler.repeat(n).slice(0, at) + '7'.repeat(run) + filler.repeat(n).slice(0, n - at - run);
+          const fixed = at > 0 ? text.slice(0, at - 1) + '-' + text.slice(at) : text;
+          const bounded = fixed.length > at + run ? fixed.slice(0, at + run) + '-' + fixed.slice(at + run + 1) : fixed;
+          assert.equal(hasLongDigits(bounded), /\d{16}/.test(bounded), JSON.stringify(bounded));
+        }
+      }
+    }
+  }
 });
 
 test('a document keeps an integer beyond 2^53 whether it starts the text or follows a non-digit', () => {

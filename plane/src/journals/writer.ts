@@ -92,7 +92,8 @@ export class CollectionWriter {
     if (err !== null) throw new DocumentError(this.collection.name, err);
     const exact = this.#partitions.length > 0 && hasLongDigits(text) ? parseDocument(text) : doc;
     const labels = this.#labels(exact);
-    const uuid = JSON.stringify(this.#uuids.next());
+    // A UUID is hex digits and dashes: quoted as is.
+    const uuid = `"${this.#uuids.next()}"`;
     let json = this.#uuidSplice === undefined ? undefined : spliceMember(text, doc, this.#uuidSplice[0], this.#uuidSplice[1], uuid);
     if (json === undefined) {
       const stamped = structuredClone(hasLongDigits(text) ? parseDocument(text) : doc) as JsonObject;

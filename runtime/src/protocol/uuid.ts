@@ -7,9 +7,18 @@ import { randomBytes } from 'node:crypto';
 /** 100 ns ticks between 1582-10-15 and 1970-01-01. */
 const GREGORIAN_OFFSET = 122192928000000000n;
 
+/** GREGORIAN_OFFSET as high and low 32-bit halves. */
+const OFFSET_HI = Math.floor(Number(GREGORIAN_OFFSET) / 2 ** 32);
+const OFFSET_LO = Number(GREGORIAN_OFFSET - BigInt(OFFSET_HI) * 2n ** 32n);
+
 export class UuidProducer {
   readonly producer: Uint8Array;
-  #last = 0n;
+  /** The last clock, as hi·2^32 + lo (0 ≤ lo < 2^32): exact in doubles, no BigInt per document. */
+  #lastHi = -1;
+  #lastLo = 0;
+  /** The UUID's text after its time-low field, for #lastHi (it changes every ~7 minutes). */
+  #tailHi = -1;
+  #tail = '';
   #node: string | undefined;
 
   constructor(producer?: Uint8Array) {
@@ -20,18 +29,37 @@ export class UuidProducer {
     this.producer = p;
   }
 
-  /** A new UUID whose clock is after every earlier one of this producer. */
+  /**
+   * A new UUID whose clock is after every earlier one of this producer. The clock, now·10000 + offset
+   * (beyond 2^53), is kept as two 32-bit halves: with now = a·2^32 + b, it is (a·10000 + OFFSET_HI)·2^32 +
+   * b·10000 + OFFSET_LO, each term exact in a double (this ran for every captured document with BigInts).
+   */
   next(now: number = Date.now()): string {
-    let ticks = BigInt(now) * 10000n + GREGORIAN_OFFSET;
-    if (ticks <= this.#last) ticks = this.#last + 1n;
-    this.#last = ticks;
-    const timeLow = ticks & 0xffffffffn;
-    const timeMid = (ticks >> 32n) & 0xffffn;
-    const timeHi = ((ticks >> 48n) & 0x0fffn) | 0x1000n;
-    const hex = (v: bigint, n: number) => v.toString(16).padStart(n, '0');
-    const node = this.#node ??= Buffer.from(this.producer).toString('hex');
-    // Clock sequence holds Flow's flags; 0x8000 is the RFC 4122 variant with no flags set.
-    return `${hex(timeLow, 8)}-${hex(timeMid, 4)}-${hex(timeHi, 4)}-8000-${node}`;
+    if (!Number.isSafeInteger(now) || now < 0) throw new RangeError(`a UUID clock needs a time in whole milliseconds since 1970, got ${now}`);
+    const a = Math.floor(now / 2 ** 32);
+    const sumLo = (now - a * 2 ** 32) * 10000 + OFFSET_LO;
+    const carry = Math.floor(sumLo / 2 ** 32);
+    let hi = a * 10000 + OFFSET_HI + carry;
+    let lo = sumLo - carry * 2 ** 32;
+    if (hi < this.#lastHi || (hi === this.#lastHi && lo <= this.#lastLo)) {
+      hi = this.#lastHi;
+      lo = this.#lastLo + 1;
+      if (lo === 2 ** 32) {
+        lo = 0;
+        hi++;
+      }
+    }
+    this.#lastHi = hi;
+    this.#lastLo = lo;
+    if (hi !== this.#tailHi) {
+      const node = this.#node ??= Buffer.from(this.producer).toString('hex');
+      const timeMid = hi % 0x10000;
+      const timeHi = (Math.floor(hi / 0x10000) & 0x0fff) | 0x1000;
+      // Clock sequence holds Flow's flags; 0x8000 is the RFC 4122 variant with no flags set.
+      this.#tail = `-${timeMid.toString(16).padStart(4, '0')}-${timeHi.toString(16).padStart(4, '0')}-8000-${node}`;
+      this.#tailHi = hi;
+    }
+    return lo.toString(16).padStart(8, '0') + this.#tail;
   }
 }
 
@@ -43,10 +71,6 @@ export function uuidTicks(uuid: string): bigint | undefined {
   if (!m) return undefined;
   return (BigInt(`0x${m[3]}`) << 48n) | (BigInt(`0x${m[2]}`) << 32n) | BigInt(`0x${m[1]}`);
 }
-
-/** GREGORIAN_OFFSET as high and low 32-bit halves. */
-const OFFSET_HI = Math.floor(Number(GREGORIAN_OFFSET) / 2 ** 32);
-const OFFSET_LO = Number(GREGORIAN_OFFSET - BigInt(OFFSET_HI) * 2n ** 32n);
 
 /**
  * The publication time of a version-1 UUID in milliseconds since 1970 (truncated toward zero, as
