@@ -5,9 +5,10 @@
 // the same rows (the path discover and errorThreshold take), and the opt-in parser thread (SLUICE_HTTP_FILE_WORKER=1) beside the
 // default (one JS thread; zlib works on Node's threadpool). A reference line runs the connector's open() in a child
 // process without the runtime, to separate the connector's cost from the runtime's.
-//   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol | --only-parquet] [--cpu-prof-dir DIR]
+//   npx node bench/http-file.ts [--rows N] [--only-open | --only-protocol | --only-parquet] [--runs N] [--cpu-prof-dir DIR]
 //   (Parquet: the same rides as Parquet, zstd, against DuckDB read_parquet → JSON lines, the default beside the opt-in
-//   decoder thread SLUICE_HTTP_FILE_PARQUET_THREAD=1; --only-parquet runs only that)
+//   decoder thread SLUICE_HTTP_FILE_PARQUET_THREAD=1, each run --runs times (default 5), alternated, medians
+//   reported; --only-parquet runs only that)
 //   (default 500000 rows ≈ 80 MB; 6500000 rows ≈ 1 GB; --only-open skips the runtime and the baselines,
 //   for checking the connector's memory on big files; --only-protocol runs only the capture through the
 //   protocol, for profiling; --cpu-prof-dir makes the connector processes write V8 CPU profiles there)
@@ -205,12 +206,51 @@ function parseCoreBench(bytes: Buffer, text: string): { ours: number; csvParse: 
 
 const fmt = (n: number, d = 0): string => n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
 
+/** Wall, CPU and peak RSS of one process run, measured the same way for every tool. */
+interface RunFigures { secs: number; cpu: number; rssMb: number }
+
+/**
+ * Runs `argv` under /usr/bin/time (its rusage: user + system CPU of every thread and child, peak RSS) with
+ * `input` on stdin and stdout to /dev/null; wall time is spawn to exit, taken here. Every tool of the Parquet
+ * comparison is run this way, so none pays a cost the other does not (no shell for either).
+ */
+async function timedRun(argv: string[], options: { input?: string; env?: Record<string, string>; cwd?: string } = {}): Promise<RunFigures & { stderr: string }> {
+  const timeFile = join(dir, `time-${process.pid}.txt`);
+  const devnull = openSync('/dev/null', 'w');
+  const start = process.hrtime.bigint();
+  const child = spawn('/usr/bin/time', ['-f', '%U %S %M', '-o', timeFile, ...argv], { stdio: ['pipe', devnull, 'pipe'], env: { ...process.env, ...options.env }, cwd: options.cwd });
+  let stderr = '';
+  child.stderr?.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdin?.end(options.input ?? '');
+  const [code] = await once(child, 'close') as [number];
+  const secs = seconds(start);
+  closeSync(devnull);
+  if (code !== 0) throw new Error(`${argv.join(' ')} failed (${code}): ${stderr}`);
+  const [user, sys, maxKb] = (readFileSync(timeFile, 'utf8').trim().split('\n').at(-1) ?? '').split(' ').map(Number) as [number, number, number];
+  return { secs, cpu: user + sys, rssMb: maxKb / 1024, stderr };
+}
+
+const argRuns = process.argv.indexOf('--runs');
+/** `--runs N`: the Parquet comparison's runs per tool (alternated; the figures are their medians). */
+const RUNS = argRuns > 0 ? Number(process.argv[argRuns + 1]) : 5;
+if (!Number.isInteger(RUNS) || RUNS < 1) throw new Error(`--runs must be a positive integer, got '${process.argv[argRuns + 1]}'`);
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] as number : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
 /**
  * The rides data as Parquet (zstd, DuckDB's default row groups of 122,880 rows), captured by the bin over
  * loopback HTTP (Range requests), against DuckDB reading the same file locally with read_parquet and
  * writing JSON lines (2 threads; @duckdb/node-api in a child process, so its start is counted as ours is).
+ * One run is noise on a shared machine: each tool runs RUNS times (--runs N), alternated (ours, the decoder
+ * thread, DuckDB, ours, …) so a change in load hits all of them alike, each process measured the same way
+ * (timedRun); the figures are medians, the ratio is DuckDB's median wall over ours.
  */
 async function parquetBench(server: { url: (name: string) => string }): Promise<void> {
+  if (!peer('http-file', PEERS.time, 'the Parquet comparison (it measures every process with /usr/bin/time)')) return;
   const parquetPath = join(dir, 'rides.parquet');
   const { DuckDBInstance } = await import('@duckdb/node-api');
   const db = await DuckDBInstance.create(':memory:');
@@ -219,18 +259,46 @@ async function parquetBench(server: { url: (name: string) => string }): Promise<
   c.closeSync();
   db.closeSync();
   const size = statSync(parquetPath).size;
-  const ours = await capture(server.url('rides.parquet'));
-  if (ours.docs !== ROWS) throw new Error(`parquet: captured ${ours.docs} documents, expected ${ROWS}`);
-  // The opt-in decoder thread (SLUICE_HTTP_FILE_PARQUET_THREAD=1: row groups decoded on a second thread) beside the default.
-  const threaded = await capture(server.url('rides.parquet'), false, { SLUICE_HTTP_FILE_PARQUET_THREAD: '1' });
-  if (threaded.docs !== ROWS) throw new Error(`parquet (decoder thread): captured ${threaded.docs} documents, expected ${ROWS}`);
-  const script = `import { DuckDBInstance } from '@duckdb/node-api'; const db = await DuckDBInstance.create(':memory:', { threads: '2' }); const c = await db.connect(); await c.run("COPY (SELECT * FROM read_parquet('${parquetPath}')) TO '/dev/stdout' (FORMAT json)");`;
-  const duck = timed(`cd ${new URL('..', import.meta.url).pathname} && ${process.execPath} --input-type=module -e "${script.replaceAll('"', '\\"')}"`);
+  const url = server.url('rides.parquet');
+  const request = `${JSON.stringify({ open: { capture: { name: 'bench/http', config: { url }, bindings: [{ resourceConfig: { stream: 'rides' }, resourcePath: ['rides'], collection: { name: 'bench/rides' } }] }, state: {} } })}\n`;
+  const ourRun = async (env: Record<string, string>): Promise<RunFigures> => {
+    const r = await timedRun([process.execPath, ...V8_FLAGS, ...PROF_FLAGS, BIN], { input: request, env: { LOG_LEVEL: 'info', ...env } });
+    const m = /captured (\d+) documents/.exec(r.stderr);
+    if (!m || Number(m[1]) !== ROWS) throw new Error(`parquet: captured ${m?.[1] ?? 'no'} documents, expected ${ROWS}: ${r.stderr}`);
+    return r;
+  };
+  const script = `import { DuckDBInstance } from '@duckdb/node-api'; const db = await DuckDBInstance.create(':memory:', { threads: '2' }); const c = await db.connect(); await c.run("COPY (SELECT * FROM read_parquet('${parquetPath.replaceAll("'", "''")}')) TO '/dev/stdout' (FORMAT json)");`;
+  const repo = new URL('..', import.meta.url).pathname;
+  const oursRuns: RunFigures[] = [];
+  const threadRuns: RunFigures[] = [];
+  const duckRuns: RunFigures[] = [];
+  const load = (): string => readFileSync('/proc/loadavg', 'utf8').split(' ')[0] as string;
+  // One uncounted run of each first: a changed source is compiled into Node's compile cache by the first run
+  // after the change, and the first DuckDB run reads its native library from disk.
+  await ourRun({});
+  await timedRun([process.execPath, '--input-type=module', '-e', script], { cwd: repo });
+  const loadBefore = load();
+  for (let i = 0; i < RUNS; i++) {
+    oursRuns.push(await ourRun({}));
+    // The opt-in decoder thread (SLUICE_HTTP_FILE_PARQUET_THREAD=1: row groups decoded on a second thread) beside the default.
+    threadRuns.push(await ourRun({ SLUICE_HTTP_FILE_PARQUET_THREAD: '1' }));
+    duckRuns.push(await timedRun([process.execPath, '--input-type=module', '-e', script], { cwd: repo }));
+  }
+  const loadAfter = load();
+  const summary = (runs: RunFigures[]): RunFigures & { range: string } => ({
+    secs: median(runs.map((r) => r.secs)), cpu: median(runs.map((r) => r.cpu)), rssMb: Math.max(...runs.map((r) => r.rssMb)),
+    range: `${fmt(Math.min(...runs.map((r) => r.secs)), 2)}–${fmt(Math.max(...runs.map((r) => r.secs)), 2)} s`,
+  });
+  const [ours, threaded, duck] = [summary(oursRuns), summary(threadRuns), summary(duckRuns)];
+  // Each round's ratio too (DuckDB's run over ours in the same round): how steady the verdict is.
+  const rounds = oursRuns.map((r, i) => (duckRuns[i] as RunFigures).secs / r.secs);
   const rate = (secs: number): number => ROWS / secs;
+  const ratio = duck.secs / ours.secs;
   console.log([
-    `parquet (zstd, ${fmt(size / 1e6, 1)} MB): source-http-file  ${fmt(rate(ours.secs))} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB${size >= 1e9 ? ` (target on a 1 GB file < 200 MB: ${ours.rssMb < 200 ? 'met' : 'NOT met'})` : ''}, ${fmt(ours.secs, 2)} s, CPU ${fmt(ours.cpu, 2)} s`,
-    `parquet:   (decoder thread, SLUICE_HTTP_FILE_PARQUET_THREAD=1: ${fmt(rate(threaded.secs))} rows/s, peak RSS ${fmt(threaded.rssMb, 1)} MB, ${fmt(threaded.secs, 2)} s, CPU ${fmt(threaded.cpu, 2)} s → ${fmt(ours.secs / threaded.secs, 2)}× the default)`,
-    `parquet: DuckDB read_parquet → JSON lines (2 threads, local file)  ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s, CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(duck.secs / ours.secs, 2)}× DuckDB's rows/s (target ≥ 1×: ${duck.secs / ours.secs >= 1 ? 'met' : 'NOT met'}; decoder thread: ${fmt(duck.secs / threaded.secs, 2)}×)`,
+    `parquet: medians of ${RUNS} alternated runs per tool (--runs N), after one uncounted run of each (load average ${loadBefore} before, ${loadAfter} after); wall = spawn to exit, CPU = user + system of every thread (/usr/bin/time), peak RSS = the highest of the runs`,
+    `parquet (zstd, ${fmt(size / 1e6, 1)} MB): source-http-file  ${fmt(rate(ours.secs))} rows/s, peak RSS ${fmt(ours.rssMb, 1)} MB${size >= 1e9 ? ` (target on a 1 GB file < 200 MB: ${ours.rssMb < 200 ? 'met' : 'NOT met'})` : ''}, ${fmt(ours.secs, 2)} s (${ours.range}), CPU ${fmt(ours.cpu, 2)} s`,
+    `parquet:   (decoder thread, SLUICE_HTTP_FILE_PARQUET_THREAD=1: ${fmt(rate(threaded.secs))} rows/s, peak RSS ${fmt(threaded.rssMb, 1)} MB, ${fmt(threaded.secs, 2)} s (${threaded.range}), CPU ${fmt(threaded.cpu, 2)} s → ${fmt(ours.secs / threaded.secs, 2)}× the default)`,
+    `parquet: DuckDB read_parquet → JSON lines (2 threads, local file)  ${fmt(rate(duck.secs))} rows/s, peak RSS ${fmt(duck.rssMb, 1)} MB, ${fmt(duck.secs, 2)} s (${duck.range}), CPU ${fmt(duck.cpu, 2)} s → source-http-file = ${fmt(ratio, 2)}× DuckDB's rows/s (target ≥ 1×: ${ratio >= 1 ? 'met' : 'NOT met'}; each round: ${rounds.map((x) => `${fmt(x, 2)}×`).join(' ')}; decoder thread: ${fmt(duck.secs / threaded.secs, 2)}×)`,
     '',
   ].join('\n'));
 }

@@ -6,7 +6,7 @@ import { ConfigError, DecodeError } from './errors.ts';
 import type { HttpClient } from './http.ts';
 import type { FileInfo } from './http-response.ts';
 import { LineSink } from './lines.ts';
-import { BatchCutter, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
+import { BatchCutter, FOOTER_READ_BYTES, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
 import type { ByteSource, ParquetLines } from './parquet.ts';
 import { decodeInThread, prestartDecoderThread, releaseDecoderThread, useDecoderThread } from './parquet-thread.ts';
 import { parquetDocumentSchema } from './parquet-schema.ts';
@@ -106,7 +106,8 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
   prestartDecoderThread(o.head.contentLength);
   const source = await openParquetSource(o);
   try {
-    const metadata = await readFooter(source, o.shown);
+    // A resumed capture reads the footer in two requests, none reaching into the row groups already captured.
+    const metadata = await readFooter(source, o.shown, o.resumeFrom > 0 ? 8 : FOOTER_READ_BYTES);
     const total = Number(metadata.num_rows);
     if (o.resumeFrom > total) throw new DecodeError(`the file now has ${total} rows but ${o.resumeFrom} were already captured from this version; it is not the file the state describes`);
     const at = locateRow(metadata, o.resumeFrom);
