@@ -20,24 +20,37 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
       ts: new Date(),
     }),
   });
-  const responses = proc.responses()[Symbol.asyncIterator]();
+  // A chunk of the connector's output at a time: recvBuffered() hands out its responses without an await.
+  const batches = proc.responseBatches()[Symbol.asyncIterator]();
+  let batch: Res[] = [];
+  let at = 0;
   const named = (err: unknown): unknown => {
     if (err instanceof ConnectorExitError && !err.message.startsWith(`${task}:`)) {
       return new ConnectorExitError(`${task}: connector failed: ${err.message}`, err.exitCode, err.signal, { cause: err, fields: err.fields });
     }
     return err;
   };
+  const take = (): Res => {
+    const r = batch[at]!;
+    batch[at++] = undefined as Res; // handed out: not kept alive by the batch
+    return r;
+  };
   return {
     send: (request) => proc.send(request as never),
     sendLine: (line) => proc.sendLine(line),
     async recv() {
+      if (at < batch.length) return take();
       try {
-        const r = await responses.next();
-        return r.done ? undefined : (r.value as Res);
+        const r = await batches.next();
+        if (r.done) return undefined;
+        batch = r.value as Res[];
+        at = 0;
+        return take();
       } catch (err) {
         throw named(err);
       }
     },
+    recvBuffered: () => (at < batch.length ? take() : undefined),
     async close() {
       proc.endInput();
       try {

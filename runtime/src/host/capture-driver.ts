@@ -48,7 +48,7 @@ export async function runCaptureDriver(o: CaptureDriverOptions): Promise<void> {
   o.onOpened?.({ explicitAcknowledgements: explicitAcks });
   let state: JsonValue = o.state;
   while (true) {
-    const res = await session.recv();
+    const res = session.recvBuffered?.() ?? await session.recv();
     if (res === undefined) return;
     o.onResponse?.(res);
     if ('captured' in res) {

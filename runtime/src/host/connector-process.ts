@@ -3,13 +3,13 @@
 // stderr logs, and surface a failed exit as ConnectorExitError carrying the last stderr line.
 import { type ChildProcess, spawn } from 'node:child_process';
 import { ConnectorExitError, ProtocolError } from '../errors.ts';
-import { type Envelope, rawBodyMemberText, readEnvelopes } from '../protocol/envelope.ts';
+import { type Envelope, parseEnvelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import { MessageWriter } from '../protocol/message-writer.ts';
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
 import { exitSignal, oomKillCount, signalExitMessage } from './exit-cause.ts';
-import { readLines } from '../protocol/line-reader.ts';
+import { chunkIterator, LineSplitter, readLines } from '../protocol/line-reader.ts';
 
 export const CAPTURE_RESPONSES = ['spec', 'discovered', 'validated', 'applied', 'opened', 'captured', 'sourcedSchema', 'checkpoint'] as const;
 export const MATERIALIZE_RESPONSES = ['spec', 'validated', 'applied', 'opened', 'acknowledged', 'loaded', 'flushed', 'startedCommit'] as const;
@@ -346,34 +346,49 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
    * ConnectorExitError if it failed. Malformed output is a ProtocolError.
    */
   async *responses(): AsyncGenerator<ResponseOf<P>> {
+    for await (const batch of this.responseBatches()) yield* batch;
+  }
+
+  /**
+   * responses() a chunk of the connector's output at a time: the responses of the lines it completed, in
+   * order (never empty). A line that fails is thrown after the lines before it were yielded. Why: a
+   * capture writes a `captured` line per document, and an async step per line (the reader, the envelope
+   * parser, this generator, the session, the driver each awaited it) cost more than parsing the line.
+   */
+  async *responseBatches(): AsyncGenerator<ResponseOf<P>[]> {
     if (this.responsesTaken) throw new Error('responses() may be iterated only once');
     this.responsesTaken = true;
     const variants = this.options.protocol === 'capture' ? CAPTURE_RESPONSES : MATERIALIZE_RESPONSES;
-    const envelopes = readEnvelopes(this.child.stdout!, variants, 'response', { name: `${this.name} stdout` })[Symbol.asyncIterator]();
+    const name = `${this.name} stdout`;
+    const splitter = new LineSplitter({ name });
+    const chunks = chunkIterator(this.child.stdout!);
     try {
       while (true) {
-        let next: IteratorResult<Envelope>;
+        let next: IteratorResult<Uint8Array | string>;
         try {
-          next = await this.idle(envelopes.next());
+          next = await this.idle(chunks.next());
         } catch (err) {
           // The process is gone and its stdout was held open by another: that is the end of its output.
           if (this.pipesAbandoned && (err as { code?: unknown }).code === 'ERR_STREAM_PREMATURE_CLOSE') break;
           throw err;
         }
-        if (next.done === true) break;
-        const envelope = next.value;
-        checkResponseFields(this.options.protocol, envelope.variant, envelope.body, `${this.name} stdout line ${envelope.line}`);
-        const response = { [envelope.variant]: envelope.body };
-        if (envelope.text !== undefined) {
-          Object.defineProperty(response, LINE_TEXT, { value: envelope.text });
-          if (envelope.variant === 'captured' || envelope.variant === 'loaded') {
-            const text = envelope.raw?.member === 'doc' ? envelope.raw.text : rawBodyMemberText(envelope.text, envelope.variant, 'doc');
-            if (text !== undefined) Object.defineProperty(envelope.body, DOC_TEXT, { value: text });
-          }
+        if (next.done === true) {
+          splitter.end();
+          break;
         }
-        yield response as unknown as ResponseOf<P>;
+        const batch: ResponseOf<P>[] = [];
+        let failure: { err: unknown } | undefined;
+        try {
+          for (const line of splitter.push(next.value)) batch.push(this.responseOf(parseEnvelope(line, variants, 'response', name)));
+        } catch (err) {
+          failure = { err };
+        }
+        if (batch.length > 0) yield batch;
+        if (failure !== undefined) throw failure.err;
       }
     } catch (err) {
+      // As a line reader's loop would: stop reading the stream.
+      void chunks.return?.()?.catch(() => undefined);
       if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
       // If the connector failed, its own error explains the broken output better. A connector that broke
       // the protocol but keeps running (its output is no longer read) is killed after the grace period
@@ -390,6 +405,20 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
       throw new ConnectorExitError(`${this.name}: closed its output but had not exited ${this.exitTimeoutMs / 1000} s later; it was killed`, null, null, { fields: this.exitFields() });
     }
     await this.wait();
+  }
+
+  /** One response line's envelope as the response object handed out (checked; with its texts attached). */
+  private responseOf(envelope: Envelope): ResponseOf<P> {
+    checkResponseFields(this.options.protocol, envelope.variant, envelope.body, `${this.name} stdout line ${envelope.line}`);
+    const response = { [envelope.variant]: envelope.body };
+    if (envelope.text !== undefined) {
+      Object.defineProperty(response, LINE_TEXT, { value: envelope.text });
+      if (envelope.variant === 'captured' || envelope.variant === 'loaded') {
+        const text = envelope.raw?.member === 'doc' ? envelope.raw.text : rawBodyMemberText(envelope.text, envelope.variant, 'doc');
+        if (text !== undefined) Object.defineProperty(envelope.body, DOC_TEXT, { value: text });
+      }
+    }
+    return response as unknown as ResponseOf<P>;
   }
 
   /** Resolves true when `promise` settles within `ms`, false otherwise. */

@@ -33,6 +33,11 @@ export interface DriverSession<Req, Res> {
   sendLine(line: string): Promise<void>;
   /** The next response; undefined once the connector has exited cleanly. Rejects when it failed. */
   recv(): Promise<Res | undefined>;
+  /**
+   * The next response when it has been read already (its line arrived with earlier ones), else undefined:
+   * then call recv(). Lets a driver take a chunk's responses without an await each.
+   */
+  recvBuffered?(): Res | undefined;
   /** Closes the connector's stdin and waits for its exit; rejects if it failed. */
   close(): Promise<void>;
   kill(): void;
@@ -167,7 +172,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
   });
   const recv = async (awaiting: string): Promise<MaterializeResponse> => {
     session.awaiting = awaiting;
-    const res = await session.recv();
+    const res = session.recvBuffered?.() ?? await session.recv();
     if (res === undefined) throw new ProtocolError(`${name}: connector exited while the runtime expected ${awaiting}`);
     o.onResponse?.(res);
     return res;
