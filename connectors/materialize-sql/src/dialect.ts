@@ -108,15 +108,6 @@ export interface StatementTemplates {
   storeInsert?(table: Table): string;
   /** Parameterized delete by key (key columns in order). Hard deletes. */
   storeDelete?(table: Table): string;
-  /**
-   * Optional: `storeUpsert` / `storeInsert` for `rows` rows in one statement (parameters row after row, each
-   * in Table.columns order), applied in order as that many single-row statements would be. The direct flow
-   * then batches runs of rows (fewer statement executions).
-   */
-  storeUpsertRows?(table: Table, rows: number): string;
-  storeInsertRows?(table: Table, rows: number): string;
-  /** Most rows `storeUpsertRows` / `storeInsertRows` take for this table (e.g. the parameter limit ÷ columns). */
-  maxRowsPerStore?(table: Table): number;
 
   // --- store, staged flow ---------------------------------------------------------------------
   /** Raw and quoted name of the per-session temp table holding staged rows (+ `_flow_delete`). */

@@ -49,15 +49,10 @@ export const FLOW_DELETE_COLUMN = '_flow_delete';
 
 interface StagedState { hasData: boolean; needsMerge: boolean }
 
-/** Direct flow, per binding: prepared statements and the rows gathered for the next multi-row statement. */
+/** Direct flow, per binding: the statements, prepared once per session. */
 interface DirectStoreState {
-  table: Table;
   write: PreparedStatement;
   del: PreparedStatement | undefined;
-  writeMany: PreparedStatement | undefined;
-  rows: number;
-  params: SqlParam[];
-  count: number;
 }
 
 export class SqlTransactor implements Transactor {
@@ -117,6 +112,7 @@ export class SqlTransactor implements Transactor {
     return out;
   }
 
+  /** A store's parameters: keys, values, document (Table.columns order). */
   #rowOf(t: Table, s: DecodedStore): SqlParam[] {
     const row: SqlParam[] = [];
     this.#pushRow(row, t, s);
@@ -236,7 +232,7 @@ export class SqlTransactor implements Transactor {
     if (this.#o.dialect.storeFlow === 'staged') return this.#storeStaged(stores);
     const tpl = this.#o.dialect.templates;
     const hardDelete = this.#o.hardDelete;
-    // Per binding: statements prepared once per session, and the rows waiting for a multi-row statement.
+    // Per binding: statements prepared once per session.
     const states: (DirectStoreState | undefined)[] = [];
     for await (const s of stores) {
       // Closed meanwhile (the session ended): never run a statement after the rollback.
@@ -247,49 +243,21 @@ export class SqlTransactor implements Transactor {
         const one = t.deltaUpdates ? tpl.storeInsert?.(t) : tpl.storeUpsert?.(t);
         const write = this.#prepare(one, t.deltaUpdates ? 'storeInsert' : 'storeUpsert');
         const del = !t.deltaUpdates && hardDelete ? this.#prepare(tpl.storeDelete?.(t), 'storeDelete') : undefined;
-        const rows = tpl.maxRowsPerStore?.(t) ?? 1;
-        const many = rows > 1 ? (t.deltaUpdates ? tpl.storeInsertRows?.(t, rows) : tpl.storeUpsertRows?.(t, rows)) : undefined;
-        st = { table: t, write, del, writeMany: many === undefined ? undefined : this.#prepare(many, 'storeRows'), rows: many === undefined ? 1 : rows, params: [], count: 0 };
+        st = { write, del };
         states[s.binding] = st;
       }
       if (hardDelete && s.delete) {
         // With hard deletes a deletion of a key never stored is skipped, standard or delta (as upstream).
         if (!s.exists) continue;
         if (st.del !== undefined) {
-          // Rows before it are written first (order).
-          await this.#flushDirect(st);
           const r = st.del.run(this.#params(t.keys, s.key, 'key', t));
           if (typeof r !== 'number') await r;
           continue;
         }
       }
-      if (st.writeMany === undefined) {
-        const r = st.write.run(this.#rowOf(t, s));
-        if (typeof r !== 'number') await r;
-        continue;
-      }
-      this.#pushRow(st.params, t, s);
-      if (++st.count === st.rows) {
-        const r = st.writeMany.run(st.params);
-        st.params = [];
-        st.count = 0;
-        if (typeof r !== 'number') await r;
-      }
-    }
-    for (const st of states) if (st !== undefined) await this.#flushDirect(st);
-  }
-
-  /** Writes a binding's rows still waiting for a full multi-row statement, one statement each. */
-  async #flushDirect(st: DirectStoreState): Promise<void> {
-    if (st.count === 0) return;
-    if (this.#closed) throw new SqlError('the transactor was closed while storing; the transaction was rolled back');
-    const width = st.table.columns.length;
-    for (let i = 0; i < st.count; i++) {
-      const r = st.write.run(st.params.slice(i * width, (i + 1) * width));
+      const r = st.write.run(this.#rowOf(t, s));
       if (typeof r !== 'number') await r;
     }
-    st.params = [];
-    st.count = 0;
   }
 
   /** Read the load join's rows and hand each document to the runtime. */

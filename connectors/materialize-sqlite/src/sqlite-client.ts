@@ -141,12 +141,10 @@ export class SqliteClient implements Client {
       // thread after each commit was measured too, and was slower on 2 cores: more fsyncs, contention.)
       db.exec('PRAGMA cache_size = -65536');
       db.exec('PRAGMA wal_autocheckpoint = 40000');
-      // Statement journals (and the load keys' temp tables) in memory, not in temp files. Inside a transaction
-      // a multi-row upsert opens a statement journal holding the original of every page it touches; with the
-      // default it spills past 64 KiB to a temp file, and with random keys each 32-row statement touches ~60
-      // pages: a write syscall per page. Measured on a recorded 500k-row pipeline session (random TEXT keys,
-      // 14 columns): connector CPU 14.5 s → 11.0 s, SQLite's statement time halved. Memory stays bounded by
-      // one statement's pages (and a transaction's load keys).
+      // The load keys' temp tables (one transaction's keys) and any statement journal in memory, not in temp
+      // files. (When stores were 32-row statements, each opened a statement journal that spilled to a temp
+      // file: this pragma took the connector's CPU on a recorded 500k-row session from 14.5 s to 11.0 s.
+      // Single-row upserts open none.)
       db.exec('PRAGMA temp_store = MEMORY');
     } catch (cause) {
       throw new SqlConfigError(`cannot open SQLite database '${this.path}': ${(cause as Error).message}. Check that 'path' names a writable file`, { cause });

@@ -178,24 +178,27 @@ function literal(v: string | number | bigint | boolean | null): string {
 const placeholder = (i: number) => `?${i + 1}`;
 const quotePath = (path: string[]) => path.map(quote).join('.');
 const cols = (columns: Column[]) => columns.map((c) => c.identifier).join(', ');
-// Statements run once per row (or per 32 rows) use anonymous `?` parameters, bound in order: node:sqlite
-// binds numbered `?N` parameters ~7× slower (measured: 384 parameters, 1.2 s vs 0.16 s per 200k rows).
+// Statements run once per row use anonymous `?` parameters, bound in order: node:sqlite binds numbered `?N`
+// parameters ~7× slower (measured: 384 parameters, 1.2 s vs 0.16 s per 200k rows).
 const params = (n: number) => Array.from({ length: n }, () => '?').join(', ');
-/** `(?, ?), (?, ?)…`: `rows` rows of `n` parameters. */
-const rowParams = (n: number, rows: number) => Array.from({ length: rows }, () => `(${params(n)})`).join(', ');
-/** Rows per multi-row store statement (measured: 32 rows ≈ 1.6× the rows/s of single-row statements). */
-const MULTI_ROW_STORE = 32;
-/** SQLite's historical SQLITE_MAX_VARIABLE_NUMBER (newer builds allow 32766): stay under it everywhere. */
-const MAX_STORE_PARAMETERS = 999;
 
-function insertRows(t: Table, rows: number): string {
-  return `INSERT INTO ${t.identifier} (${cols(t.columns)}) VALUES ${rowParams(t.columns.length, rows)};`;
+// Stores are single-row statements. Multi-row `INSERT … VALUES (…), (…)` statements (32 rows) were used until
+// 2026-11-26: inside a transaction SQLite gives every statement that writes several rows and may abort a
+// statement journal, a copy of each page it is about to change, so one failing row can undo its statement
+// alone. With random keys a 32-row statement changes ~32 pages of the key index: a full page copied per row,
+// which made page sizes above 4 KiB slower (64 KiB: 16.7 s of statement time for 500k rows instead of 3.3 s).
+// A single-row statement needs no statement journal (`INSERT OR ROLLBACK` does not spare one: measured).
+// At 4 KiB pages single-row statements cost about what 32-row ones did: on a recorded 500k-document pipeline
+// session (random TEXT keys, 14 columns) connector CPU 11.6–13.4 s vs 11.5–13.6 s (load 6–8); with ascending
+// keys (node:sqlite alone, the same rows) the two were within the noise of each other too.
+function insertRow(t: Table): string {
+  return `INSERT INTO ${t.identifier} (${cols(t.columns)}) VALUES (${params(t.columns.length)});`;
 }
 
-function upsertRows(t: Table, rows: number): string {
+function upsertRow(t: Table): string {
   const sets = [...t.values, ...(t.document === undefined ? [] : [t.document])].map((c) => `${c.identifier} = excluded.${c.identifier}`);
   const action = sets.length === 0 ? 'DO NOTHING' : `DO UPDATE SET ${sets.join(', ')}`;
-  return `INSERT INTO ${t.identifier} (${cols(t.columns)}) VALUES ${rowParams(t.columns.length, rows)} ON CONFLICT (${cols(t.keys)}) ${action};`;
+  return `INSERT INTO ${t.identifier} (${cols(t.columns)}) VALUES (${params(t.columns.length)}) ON CONFLICT (${cols(t.keys)}) ${action};`;
 }
 const colDef = (c: Column, forceNullable = false) => `${c.identifier} ${c.mapped.ddl}${!c.nullable && !forceNullable ? ' NOT NULL' : ''}`;
 const loadTableName = (t: Table) => `flow_temp_load_${t.binding}`;
@@ -257,13 +260,8 @@ const templates: StatementTemplates = {
     return arms.length === 0 ? undefined : `${arms.join('\nUNION ALL\n')};`;
   },
 
-  storeUpsert: (t) => upsertRows(t, 1),
-  storeInsert: (t) => insertRows(t, 1),
-  // Rows of one multi-row INSERT are inserted one after the other, each seeing the ones before it, so a
-  // key repeated within a statement is upserted as separate statements would be.
-  storeUpsertRows: (t, rows) => upsertRows(t, rows),
-  storeInsertRows: (t, rows) => insertRows(t, rows),
-  maxRowsPerStore: (t) => Math.max(1, Math.min(MULTI_ROW_STORE, Math.floor(MAX_STORE_PARAMETERS / t.columns.length))),
+  storeUpsert: upsertRow,
+  storeInsert: insertRow,
   storeDelete: (t) => `DELETE FROM ${t.identifier} WHERE ${t.keys.map((k) => `${k.identifier} = ?`).join(' AND ')};`,
 
   createCheckpointsTable: (path) => `CREATE TABLE IF NOT EXISTS ${quotePath(path)} (\n\tmaterialization TEXT NOT NULL,\n\tkey_begin INTEGER NOT NULL,\n\tkey_end INTEGER NOT NULL,\n\tfence INTEGER NOT NULL,\n\t${quote('checkpoint')} TEXT NOT NULL,\n\tPRIMARY KEY (materialization, key_begin, key_end)\n);`,

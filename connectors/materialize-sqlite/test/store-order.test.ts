@@ -1,7 +1,8 @@
-// Stores are written in multi-row statements (32 rows each, the rest one by one): the result must equal
-// what one statement per store gives — upserts of a key repeated within one statement, deletes between
-// rows of the same statement, several bindings interleaved — and the document column holds the
-// document exactly as the request line carried it.
+// Stores of one transaction apply in order: the tables must equal a model applying one store after the
+// other — a key repeated within a transaction (the later store wins), hard deletes between stores and of a key
+// stored earlier in the same transaction, a deletion of a key never stored (skipped), several bindings
+// interleaved — and the document column holds the document exactly as the request line carried it.
+// (Written when stores went through 32-row statements; kept as the store path's ordering test.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -13,7 +14,7 @@ import type { JsonObject } from '@sluice/runtime';
 import { binding, materialization, twoKeyCollection } from './helpers/fixtures.ts';
 import { ConnectorProcess, checkpointOf, unary } from './helpers/driver.ts';
 
-const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-multirow-'));
+const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-store-order-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 interface Op { binding: number; tenant: string; seq: number; value: number | null; del?: boolean; exists?: boolean }
@@ -36,8 +37,8 @@ function storeLine(op: Op): string {
   return op.binding === 1 ? `${json}\n` : `${json.slice(0, -2)},"doc":${docText(op)}}}\n`;
 }
 
-test('multi-row store statements give the same table as one statement per store', async () => {
-  const path = join(dir, 'multi.db');
+test('stores apply in order: the tables equal one store applied after the other', async () => {
+  const path = join(dir, 'order.db');
   const spec = materialization(path, [
     binding('std', twoKeyCollection(), { keys: ['tenant', 'seq'], values: ['flow_published_at', 'value'], document: 'flow_document' }),
     binding('delta', twoKeyCollection(), { keys: ['tenant', 'seq'], values: ['flow_published_at', 'value'] }, { delta: true }),
@@ -45,17 +46,15 @@ test('multi-row store statements give the same table as one statement per store'
   ], { hardDelete: true });
   await unary({ apply: { materialization: spec as unknown as JsonObject, version: 'v1' } });
 
-  // Transaction 1: 100 rows per binding interleaved, a key repeated inside one 32-row batch (the later
-  // row must win), 7 rows left over for single statements.
+  // Transaction 1: 100 rows per binding interleaved, keys repeated a few rows later (the later row must win).
   const t1: Op[] = [];
   for (let i = 0; i < 100; i++) {
     for (const b of [0, 1, 2]) t1.push({ binding: b, tenant: `t${i % 3}`, seq: i, value: i * 10 + b });
-    // Keys repeated within the first 32-row statement of their binding.
     if (i === 5) t1.push({ binding: 0, tenant: 't0', seq: 3, value: -3 });
     if (i === 2) t1.push({ binding: 2, tenant: 't1', seq: 1, value: -1 });
   }
-  // Transaction 2: updates, hard deletes between stores of one batch, a delete of a key stored earlier
-  // in this same transaction (after it).
+  // Transaction 2: updates, hard deletes between stores, a delete of a key stored earlier in this same
+  // transaction (after it).
   const t2: Op[] = [];
   for (let i = 0; i < 40; i++) {
     t2.push({ binding: 0, tenant: `t${i % 3}`, seq: i, value: i % 5 === 0 ? null : 1000 + i, exists: true, del: i % 7 === 0 });
