@@ -1,0 +1,63 @@
+// The client's file settings: a database file it creates gets 64 KiB pages, an existing file keeps its own page
+// size, and the WAL is checkpointed after the same number of bytes either way (wal_autocheckpoint counts pages).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { NEW_FILE_PAGE_SIZE, SqliteClient, WAL_CHECKPOINT_BYTES } from '../src/sqlite-client.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-client-'));
+test.after(() => rmSync(dir, { recursive: true, force: true }));
+
+async function settings(path: string): Promise<{ pageSize: number; autocheckpoint: number; journal: string }> {
+  const conn = await new SqliteClient(path).connect();
+  try {
+    // A table written through the connection: the page size is fixed once the file has content.
+    await conn.exec('CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v TEXT)');
+    await conn.begin();
+    await conn.exec('INSERT OR REPLACE INTO t VALUES (?, ?)', ['a', 'b']);
+    await conn.commit();
+    const [p] = await conn.query('PRAGMA page_size');
+    const [a] = await conn.query('PRAGMA wal_autocheckpoint');
+    const [j] = await conn.query('PRAGMA journal_mode');
+    return { pageSize: Number(p!.page_size), autocheckpoint: Number(a!.wal_autocheckpoint), journal: String(j!.journal_mode) };
+  } finally {
+    await conn.close();
+  }
+}
+
+test('a new database file gets 64 KiB pages and a WAL checkpoint every WAL_CHECKPOINT_BYTES', async () => {
+  const path = join(dir, 'sub', 'new.db');
+  const s = await settings(path);
+  assert.equal(NEW_FILE_PAGE_SIZE, 65536);
+  assert.deepEqual(s, { pageSize: 65536, autocheckpoint: Math.ceil(WAL_CHECKPOINT_BYTES / 65536), journal: 'wal' });
+  // Opened again, it stays as created.
+  assert.deepEqual(await settings(path), s);
+  // What any SQLite reader sees in the file.
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    assert.equal(Number((db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size), 65536);
+  } finally {
+    db.close();
+  }
+});
+
+test('an existing database file keeps its page size (4 KiB here) and its rows; the checkpoint interval is the same bytes', async () => {
+  for (const journal of ['DELETE', 'WAL']) {
+    const path = join(dir, `old-${journal}.db`);
+    const db = new DatabaseSync(path);
+    db.exec(`PRAGMA journal_mode = ${journal}`);
+    db.exec('CREATE TABLE t (k TEXT PRIMARY KEY, v TEXT); INSERT INTO t VALUES (\'x\', \'y\')');
+    assert.equal(Number((db.prepare('PRAGMA page_size').get() as { page_size: number }).page_size), 4096);
+    db.close();
+    assert.deepEqual(await settings(path), { pageSize: 4096, autocheckpoint: WAL_CHECKPOINT_BYTES / 4096, journal: 'wal' }, journal);
+    const check = new DatabaseSync(path, { readOnly: true });
+    try {
+      assert.deepEqual(check.prepare('SELECT k, v FROM t ORDER BY k').all().map((r) => [r.k, r.v]), [['a', 'b'], ['x', 'y']], journal);
+    } finally {
+      check.close();
+    }
+  }
+});
