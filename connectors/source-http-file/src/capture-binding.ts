@@ -17,7 +17,6 @@ import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
 import type { ParsedBatch } from './parallel.ts';
 import { captureParquet, checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-capture.ts';
-import { parseFile } from './pipeline.ts';
 import { redactUrl, urlWithoutQuery } from './redact-url.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 import { fileDonePatch, formatTime, horizonOf, midFilePatch, patchChanges, readState, skipReason, sweepDonePatch } from './state.ts';
@@ -99,6 +98,10 @@ export async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, Re
     yield* parquet(parquetReason, null);
     return;
   }
+  // The text formats' parsers (pipeline.ts and the modules it imports) load only for a file that needs them,
+  // while the GET below is under way: a Parquet capture never does (~1 ms of start-up per module).
+  const pipeline = import('./pipeline.ts');
+  pipeline.catch(() => {});
   let info: FileInfo | null = null;
   let skipped = 0;
   let firstSkipped: DecodeError | null = null;
@@ -135,6 +138,7 @@ export async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, Re
     releasePrestartedThread();
     const sink = new LineSink(bindingIndex, name, offset, resumeFrom, decorator ? (record, at) => decorator.apply(record, at) : null);
     lines = sink;
+    const { parseFile } = await pipeline;
     const parsed = parseFile(replay, meta, config.parser, {
       // Upstream's decoration works on objects: no CSV rows written as JSON from their bytes then.
       ...(decorator === null ? { lines: sink } : {}),

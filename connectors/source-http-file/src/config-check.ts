@@ -1,7 +1,7 @@
 // The endpoint config's checks beyond its JSON Schema: unknown keys (decoding is strict, as upstream), the
 // URL, the hidden parser options, and the format options that need code to check.
 import { ConfigError } from './errors.ts';
-import { checkParserConfig } from './pipeline.ts';
+import { DatetimeNormalizer } from './datetime.ts';
 import { redactUrl } from './redact-url.ts';
 import { hiddenParserOptionsSchema } from './schema.ts';
 import type { EndpointConfig } from './schema.ts';
@@ -41,7 +41,7 @@ export function checkConfig(config: EndpointConfig): void {
     if (k !== '' && !k.startsWith('/')) problems.push(`parser.addValues keys must be JSON pointers such as '/source', got '${k}'`);
   }
   try {
-    checkParserConfig(config.parser);
+    if (config.parser?.defaultOffset !== undefined) new DatetimeNormalizer(config.parser.defaultOffset);
   } catch (err) {
     problems.push(`parser.defaultOffset: ${(err as Error).message}`);
   }

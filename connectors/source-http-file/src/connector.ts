@@ -13,7 +13,6 @@ import { metaOf, recommendedName } from './file-names.ts';
 import type { FileInfo } from './http-response.ts';
 import { peekBody } from './http.ts';
 import { discoverParquet, checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-capture.ts';
-import { parseFile } from './pipeline.ts';
 import { redactUrl } from './redact-url.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
@@ -113,6 +112,8 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       const { first, body: replay } = await peekBody(body);
       if ((config.parser?.format?.type ?? 'auto') === 'auto' && hasParquetMagic(first)) return parquetFile(replay);
       // The whole file when it has at most DISCOVER_MAX_RECORDS records, so the schema holds for all of them.
+      // The text formats' parsers load when a file needs them (a Parquet capture never does).
+      const { parseFile } = await import('./pipeline.ts');
       const parsed = parseFile(replay, metaOf(config, info ?? head), config.parser, { onFormat: (f) => { csv = f.type === 'csv'; } });
       try {
         for await (const batch of parsed) {

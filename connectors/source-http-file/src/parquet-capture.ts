@@ -12,7 +12,7 @@ import { decodeInThread, prestartDecoderThread, releaseDecoderThread, useDecoder
 import { parquetDocumentSchema } from './parquet-schema.ts';
 import { DatetimeNormalizer } from './datetime.ts';
 import type { EndpointConfig } from './schema.ts';
-import { parquetSchema } from 'hyparquet';
+import { parquetSchema } from 'hyparquet/src/metadata.js';
 import type { FileMetaData } from 'hyparquet';
 
 /** Where a capture of a Parquet file resumes: the row group and the row within it (a mid-file state extra). */

@@ -10,7 +10,7 @@
 // with the file's compressors, or is an error naming the page.
 import { createBrotliDecompress, createGunzip, createZstdDecompress } from 'node:zlib';
 import type { Transform } from 'node:stream';
-import { snappyUncompress } from 'hyparquet';
+import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { CompressionCodec, Compressors } from 'hyparquet';
 import { decompressPage } from 'hyparquet/src/datapage.js';
 

@@ -5,7 +5,7 @@
 // the protocol; this one decompresses pages and writes the rows. Each output buffer is transferred to the
 // main thread and comes back once written.
 import { serializeError, serveThread } from '@sluice/runtime/thread';
-import { parquetSchema } from 'hyparquet';
+import { parquetSchema } from 'hyparquet/src/metadata.js';
 import type { FileMetaData, RowGroup } from 'hyparquet';
 import { DatetimeNormalizer } from './datetime.ts';
 import { DecodeError, HttpFileError } from './errors.ts';

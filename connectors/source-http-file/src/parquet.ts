@@ -16,7 +16,9 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { getHeapStatistics } from 'node:v8';
 import { brotliDecompressSync, gunzipSync, zstdDecompressSync } from 'node:zlib';
-import { parquetMetadata, parquetRead, parquetSchema } from 'hyparquet';
+// hyparquet's modules by path, not its index: the index loads every module (queries, filters, bloom filters,
+// indexes …), ~14 more modules at every start; parquetRead (nested columns only) loads when a file needs it.
+import { parquetMetadata, parquetSchema } from 'hyparquet/src/metadata.js';
 import type { AsyncBuffer, ColumnChunk, Compressors, FileMetaData, ParquetParsers, RowGroup, SchemaTree } from 'hyparquet';
 import { getTreePath } from 'hyparquet/src/schema.js';
 import type { DatetimeNormalizer } from './datetime.ts';
@@ -486,7 +488,8 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
     const pieces: { data: ArrayLike<unknown>; rowStart: number }[][] = columns.map(() => []);
     const index = new Map(columns.map((c, i) => [c.name, i]));
     try {
-      if (nested.length) await parquetRead({
+      const { parquetRead } = nested.length ? await import('hyparquet/src/read.js') : { parquetRead: null };
+      if (parquetRead !== null) await parquetRead({
         file,
         metadata,
         columns: nested,

@@ -74,10 +74,6 @@ async function peek(source: AsyncIterable<Uint8Array>, n: number): Promise<{ hea
   return { head, rest: rest() };
 }
 
-export function checkParserConfig(parser: ParserConfig | undefined): void {
-  if (parser?.defaultOffset !== undefined) new DatetimeNormalizer(parser.defaultOffset);
-}
-
 /** Parses one file's body into record batches (records carry no `_meta` yet; CSV rows may go to `events.lines`). */
 export async function* parseFile(body: AsyncIterable<Uint8Array>, meta: FileMeta, parser: ParserConfig | undefined, events: ParseEvents = {}, resume?: ResumeFrom): AsyncGenerator<JsonObject[]> {
   let datetimes: DatetimeNormalizer;
