@@ -6,9 +6,10 @@ import { ConfigError, DecodeError } from './errors.ts';
 import type { HttpClient } from './http.ts';
 import type { FileInfo } from './http-response.ts';
 import { LineSink } from './lines.ts';
-import { BatchCutter, FOOTER_READ_BYTES, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, spooledSource } from './parquet.ts';
+import { BatchCutter, FOOTER_READ_BYTES, isFlatSchema, locateRow, PARQUET_BATCH_ROWS, rangeSource, readFooter, readParquetRows, rowGroupStarts, spooledSource } from './parquet.ts';
 import type { ByteSource, ParquetLines } from './parquet.ts';
-import { decodeInThread, prestartDecoderThread, releaseDecoderThread, useDecoderThread } from './parquet-thread.ts';
+import { decodeInThread, decoderMode, prestartDecoderThread, releaseDecoderThread, SPLIT_OUTPUT_WINDOW } from './parquet-thread.ts';
+import type { DecoderMode } from './parquet-thread.ts';
 import { parquetDocumentSchema } from './parquet-schema.ts';
 import { DatetimeNormalizer } from './datetime.ts';
 import type { EndpointConfig } from './schema.ts';
@@ -118,16 +119,17 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
       o.log.info(`resuming the Parquet file at row group ${at.rowGroup}, row ${at.row} (document ${o.resumeFrom}), without reading the row groups before it`);
     }
     o.log.debug(`parquet: ${total} rows in ${metadata.row_groups.length} row groups`);
-    // A flat file of some size is decoded on a second thread (parquet-thread.ts), else here.
-    const threaded = isFlatSchema(metadata) && useDecoderThread(metadata, o.resumeFrom);
+    // A flat file is decoded here, or on request (SLUICE_HTTP_FILE_PARQUET_THREAD) on the decoder thread, or the
+    // first row group here and the others there (parquet-thread.ts: DecoderMode).
+    const mode: DecoderMode = isFlatSchema(metadata) ? decoderMode(metadata, o.resumeFrom) : 'main';
     let offset = o.resumeFrom;
-    const batches = threaded
-      ? decodeInThread({
-        init: { metadata, file: o.file, shown: o.shown, binding: o.binding, startRow: o.resumeFrom, every: o.every, defaultOffset, batchRows: PARQUET_BATCH_ROWS },
-        source, log: (m) => o.log.debug(m),
-      })
-      : mainThreadBatches(source, metadata, o, datetimes, defaultOffset);
-    o.log.debug(`parquet: decoding on ${threaded ? 'the decoder thread' : 'the main thread'}`);
+    const init = { metadata, file: o.file, shown: o.shown, binding: o.binding, startRow: o.resumeFrom, every: o.every, defaultOffset, batchRows: PARQUET_BATCH_ROWS };
+    const batches = mode === 'thread'
+      ? decodeInThread({ init, source, log: (m) => o.log.debug(m) })
+      : mode === 'split'
+        ? splitBatches(source, metadata, o, datetimes, defaultOffset, init)
+        : mainThreadBatches(source, metadata, o, datetimes, defaultOffset);
+    o.log.debug(`parquet: decoding on ${mode === 'thread' ? 'the decoder thread' : mode === 'split' ? 'the main thread, then the decoder thread' : 'the main thread'}`);
     for await (const b of batches) {
       offset = b.offset;
       const out: CaptureOutput[] = [{ capturedLines: { documents: b.documents, lines: b.lines, written: b.written } }];
@@ -146,13 +148,54 @@ export async function* captureParquet(o: ParquetCaptureOptions): AsyncGenerator<
   }
 }
 
+/**
+ * The first row group decoded here while the decoder thread, started ahead, decodes the ones after it (their
+ * batches wait for the main thread, at most SPLIT_OUTPUT_WINDOW of them); then the thread's batches, in order.
+ * The documents, their offsets and the checkpoints' positions are those of the other modes; the checkpoints fall
+ * every `every` documents of each side (the thread counts from the start of the second row group).
+ */
+async function* splitBatches(source: ByteSource, metadata: FileMetaData, o: ParquetCaptureOptions, datetimes: DatetimeNormalizer, defaultOffset: string,
+  init: Parameters<typeof decodeInThread>[0]['init']): AsyncGenerator<ParquetLines> {
+  const firstGroup = locateRow(metadata, o.resumeFrom).rowGroup;
+  const stop = new AbortController();
+  const rest = decodeInThread({
+    // The footer as read: this thread's planColumns rewrites the schema's annotations in place (the thread's
+    // copy is made when its generator starts, after that).
+    init: { ...init, metadata: structuredClone(metadata), startRow: rowGroupStarts(metadata)[firstGroup + 1] as number, outputWindow: SPLIT_OUTPUT_WINDOW },
+    source, log: (m) => o.log.debug(m), signal: stop.signal,
+  });
+  // Started (an async generator runs on its first next()) once the first row group's bytes are here, so that
+  // the thread's requests do not slow them down: the thread's row groups are then fetched and decoded while
+  // this thread decodes the first one.
+  let pending: Promise<IteratorResult<ParquetLines>> | null = null;
+  const startRest = (): Promise<IteratorResult<ParquetLines>> => {
+    if (pending === null) {
+      pending = rest.next();
+      pending.catch(() => {});
+    }
+    return pending;
+  };
+  try {
+    for await (const b of mainThreadBatches(source, metadata, o, datetimes, defaultOffset, firstGroup + 1)) {
+      void startRest();
+      yield b;
+    }
+    for (let r = await startRest(); !r.done; r = await rest.next()) yield r.value;
+  } finally {
+    // An error or a return here ends the thread (its pending read fails at once, then the generator returns).
+    stop.abort(new Error('the Parquet capture ended'));
+    await rest.return(undefined).catch(() => {});
+  }
+}
+
 /** The rows decoded on this thread (readParquetRows), cut into batches as the decoder thread cuts them. */
-async function* mainThreadBatches(source: ByteSource, metadata: FileMetaData, o: ParquetCaptureOptions, datetimes: DatetimeNormalizer, defaultOffset: string): AsyncGenerator<ParquetLines> {
+async function* mainThreadBatches(source: ByteSource, metadata: FileMetaData, o: ParquetCaptureOptions, datetimes: DatetimeNormalizer, defaultOffset: string,
+  endRowGroup?: number): AsyncGenerator<ParquetLines> {
   const sink = new LineSink(o.binding, o.file, o.resumeFrom, o.resumeFrom);
   const cutter = new BatchCutter(sink, o.every, (buffer) => sink.recycle(buffer));
   let at: ParquetPosition = locateRow(metadata, o.resumeFrom);
   for await (const batch of readParquetRows(source, metadata, {
-    datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom, sink, batchRows: PARQUET_BATCH_ROWS,
+    datetimes, defaultOffset, file: o.shown, startRow: o.resumeFrom, sink, batchRows: PARQUET_BATCH_ROWS, ...(endRowGroup === undefined ? {} : { endRowGroup }),
     onRowGroup: (i, rows, bytes) => o.log.debug(`parquet: row group ${i}: ${rows} rows, ${bytes} bytes`),
     onObjectColumns: (i, names) => { if (names.length) o.log.debug(`parquet: row group ${i}: columns decoded as objects (hyparquet): ${names.join(', ')}`); },
   })) {

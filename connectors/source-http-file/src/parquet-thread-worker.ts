@@ -40,6 +40,7 @@ const sleep = (): Promise<void> => new Promise((resolve) => { wake = resolve; })
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 async function run(init: DecoderInit): Promise<void> {
+  credit = init.outputWindow ?? DECODER_OUTPUT_WINDOW;
   const metadata: FileMetaData = init.metadata;
   const root = parquetSchema(metadata);
   const datetimes = new DatetimeNormalizer(init.defaultOffset);

@@ -13,6 +13,7 @@ import type { ByteSource, ParquetBatch, ParquetLines } from './parquet.ts';
 import { checkRowGroupSize, locateRow, maxRowGroupBytes, rowGroupSpan } from './parquet.ts';
 import { rebuildError } from './parallel.ts';
 import { ThreadInbox } from './thread-inbox.ts';
+import { BATCH_BYTES } from './lines.ts';
 
 /** Row groups whose bytes are fetched or being decoded at one time. */
 export const ROW_GROUPS_IN_FLIGHT = 2;
@@ -37,6 +38,8 @@ export interface DecoderInit {
   every: number;
   defaultOffset: string;
   batchRows: number;
+  /** Batches the thread may hand over before the main thread takes them (default DECODER_OUTPUT_WINDOW). */
+  outputWindow?: number;
 }
 
 export type DecoderIn =
@@ -65,13 +68,38 @@ export function liveDecoderThreads(): number {
 }
 
 /**
+ * The batches the decoder thread may hold for the main thread while the main thread decodes the first row
+ * group itself ('split'): enough for the thread to decode the next row group meanwhile (the 500k rides' row
+ * groups are ~40 MB of lines), bounded so that memory stays bounded: 24 MiB of lines.
+ */
+export const SPLIT_OUTPUT_WINDOW = Math.floor((24 * 1024 * 1024) / BATCH_BYTES);
+
+/**
+ * Where a flat file's row groups are decoded (SLUICE_HTTP_FILE_PARQUET_THREAD):
+ *  - 'main': all on the main thread (unset, the default, or `0`; and a file with one row group to read);
+ *  - 'split' (`split`, opt-in): the first row group on the main thread, the others on the decoder thread, which
+ *    starts ahead (prestartDecoderThread) and decodes the second row group while the main thread decodes the
+ *    first, so that the thread's start and the first row group's warm-up overlap instead of adding up; then the
+ *    main thread only hands batches on. It holds up to SPLIT_OUTPUT_WINDOW of the thread's lines meanwhile and
+ *    costs the thread's start and first touch of its memory: measured on the 500k rides (docs/architecture.md),
+ *    ~0.5 s more CPU and ~40 MB more RSS, and no faster on this shared two-core machine;
+ *  - 'thread': all on the decoder thread (`1`; `auto` when the row groups to read hold at least
+ *    DECODER_THREAD_MIN_BYTES).
+ */
+export type DecoderMode = 'main' | 'split' | 'thread';
+
+function envMode(): string {
+  return process.env['SLUICE_HTTP_FILE_PARQUET_THREAD'] ?? '';
+}
+
+/**
  * Starts a decoder thread ahead of need when the file may use one (by its size, before the footer is read):
  * its start (~0.1 s: Node's bootstrap, hyparquet, the byte writer) then overlaps the footer's and the first
  * row group's requests. An unused one is ended by releaseDecoderThread.
  */
 export function prestartDecoderThread(contentLength: number | null): void {
-  const env = process.env['SLUICE_HTTP_FILE_PARQUET_THREAD'];
-  if (env !== '1' && (env !== 'auto' || contentLength === null || contentLength < DECODER_THREAD_MIN_BYTES)) return;
+  const env = envMode();
+  if (env !== '1' && env !== 'split' && (env !== 'auto' || contentLength === null || contentLength < DECODER_THREAD_MIN_BYTES)) return;
   decoderThreads.prestart();
 }
 
@@ -80,23 +108,20 @@ export function releaseDecoderThread(): void {
   decoderThreads.releasePrestarted();
 }
 
-/**
- * Whether a flat file is decoded on the decoder thread: SLUICE_HTTP_FILE_PARQUET_THREAD=1 always, =auto when
- * its row groups to read hold at least DECODER_THREAD_MIN_BYTES; by default not. Measured on the 500k rides
- * (load 9–12, docs/architecture.md): the thread's own start and module loading (~0.25 s CPU) and the hand-over
- * cost more CPU than the overlap saved on a loaded machine; on a quiet one it is the lead's figure to take.
- */
-export function useDecoderThread(metadata: FileMetaData, startRow: number): boolean {
-  const env = process.env['SLUICE_HTTP_FILE_PARQUET_THREAD'];
-  if (env === '1') return true;
-  if (env !== 'auto') return false;
+/** Where a flat file's row groups from `startRow` are decoded (DecoderMode). */
+export function decoderMode(metadata: FileMetaData, startRow: number): DecoderMode {
+  const env = envMode();
+  if (env === '1') return 'thread';
   const first = locateRow(metadata, startRow).rowGroup;
+  // split: nothing after the first row group is nothing for a thread to do.
+  if (env === 'split') return first + 1 < metadata.row_groups.length ? 'split' : 'main';
+  if (env !== 'auto') return 'main';
   let bytes = 0;
   for (const rg of metadata.row_groups.slice(first)) {
     const { start, end } = rowGroupSpan(rg);
     bytes += end - start;
   }
-  return bytes >= DECODER_THREAD_MIN_BYTES;
+  return bytes >= DECODER_THREAD_MIN_BYTES ? 'thread' : 'main';
 }
 
 export interface DecoderOptions {

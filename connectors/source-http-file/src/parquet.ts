@@ -294,6 +294,8 @@ export interface ParquetReadOptions extends JsonPlanOptions {
   file: string;
   /** First row to emit, as an index into the file. */
   startRow: number;
+  /** The row group to stop before (default: all to the end of the file); none at or after it is fetched. */
+  endRowGroup?: number;
   /** Where the rows go, as framed `captured` lines (its offset is the document count). */
   sink: LineSink;
   /** Rows per batch handed on. */
@@ -393,7 +395,7 @@ export async function* readParquetRows(source: ByteSource, metadata: FileMetaDat
   const limit = maxRowGroupBytes();
   // Small batches: a batch's row texts are garbage once written, and die young (a 2 MB young generation, the bin's flags).
   const batchRows = options.batchRows ?? PARQUET_BATCH_ROWS;
-  const groups = metadata.row_groups;
+  const groups = metadata.row_groups.slice(0, options.endRowGroup ?? metadata.row_groups.length);
   const starts = rowGroupStarts(metadata);
   const first = locateRow(metadata, options.startRow);
   const flat = isFlatSchema(metadata, root);

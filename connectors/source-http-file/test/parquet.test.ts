@@ -116,7 +116,12 @@ const FLAT_FILES: { name: string; sql: string; row: (j: number) => number; optio
   { name: 'flat-uncompressed', sql: `SELECT ${FLAT_COLUMNS.join(', ')} FROM (${RICH})`, row: (j) => j, options: 'COMPRESSION uncompressed' },
 ];
 /** The decoder thread (parquet-thread.ts) off and on: the same documents, batches and checkpoints either way. */
-const THREADS = [{ label: 'main thread', env: {} }, { label: 'decoder thread', env: { SLUICE_HTTP_FILE_PARQUET_THREAD: '1' } }];
+const THREADS = [
+  { label: 'main thread', env: { SLUICE_HTTP_FILE_PARQUET_THREAD: '0' } },
+  { label: 'decoder thread', env: { SLUICE_HTTP_FILE_PARQUET_THREAD: '1' } },
+  // The first row group on the main thread, the others on the decoder thread (big files' default; forced here).
+  { label: 'main thread, then the decoder thread', env: { SLUICE_HTTP_FILE_PARQUET_THREAD: 'split' } },
+];
 
 const CODECS = ['uncompressed', 'snappy', 'gzip', 'zstd', 'brotli', 'lz4'];
 const BIG_ROWS = 20_000;
@@ -159,6 +164,7 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
       '/big-3-0.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/big-1-1024.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/big-1-1024-thread.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
+      '/big-1-1024-split.parquet': { body: big, slowChunk: 4096, slowDelayMs: 5 },
       '/flat-damaged.parquet': { body: damaged },
       '/rich.parquet': { body: rich },
       '/rich-resume.parquet': { body: rich, slowChunk: 4096, slowDelayMs: 5 },
@@ -312,10 +318,10 @@ describe('source-http-file: Parquet', { concurrency: 4 }, () => {
 
   // Checkpoints every 2048 documents fall on row-group boundaries (row groups of 2048 rows); every 1000 (batches of
   // 256 rows) at 1024, 2048, 3072: the third is row 1024 of row group 1.
-  for (const [every, records, at, threads] of [[BIG_GROUP, 3 * BIG_GROUP, { rowGroup: 3, row: 0 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[1]]] as const) {
+  for (const [every, records, at, threads] of [[BIG_GROUP, 3 * BIG_GROUP, { rowGroup: 3, row: 0 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[0]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[1]], [1000, 3072, { rowGroup: 1, row: 1024 }, THREADS[2]]] as const) {
   test(`resume after a crash at row group ${at.rowGroup}, row ${at.row} (${threads?.label}): from that row group, no duplicate, no gap`, async () => {
     const env = { HTTP_FILE_CHECKPOINT_EVERY: String(every), ...threads?.env };
-    const path = `/big-${at.rowGroup}-${at.row}${threads === THREADS[1] ? '-thread' : ''}.parquet`;
+    const path = `/big-${at.rowGroup}-${at.row}${threads === THREADS[1] ? '-thread' : threads === THREADS[2] ? '-split' : ''}.parquet`;
     const url = server.url(path);
     const crashed = await run([openRequest({ url })], {
       env,
