@@ -47,3 +47,15 @@ test('flow_published_at packs the UUID time of each document, runs of one millis
   }
   assert.deepEqual(unpackTupleBase64(packer.values({ id: 1, _meta: { uuid: 'x' } })), [null]);
 });
+
+test('uuidMillis accepts exactly what the version-1 pattern accepts', () => {
+  const V1 = /^([0-9a-f]{8})-([0-9a-f]{4})-1([0-9a-f]{3})-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+  const good = '1b2c3d4e-c9f1-11f0-8000-0b0c0d0e0f10';
+  const variants = [good, good.toUpperCase(), `${good}0`, good.slice(1), good.replace('-11f0', '-21f0'), good.replace('-c9f1', '_c9f1')];
+  for (let i = 0; i < 36; i++) for (const c of ['g', 'G', '-', '0', 'F', 'é', ' ']) variants.push(good.slice(0, i) + c + good.slice(i + 1));
+  for (const uuid of variants) {
+    const expected = V1.exec(uuid);
+    assert.equal(uuidMillis(uuid) !== undefined, expected !== null, uuid);
+    if (expected !== null) assert.equal(uuidMillis(uuid), Number((uuidTicks(uuid)! - OFFSET) / 10000n), uuid);
+  }
+});
