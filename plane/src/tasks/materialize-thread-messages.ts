@@ -27,7 +27,7 @@ export function* sourceDocuments(chunks: JournalChunk[]): Generator<SourceDocume
     while (i < data.length) {
       const nl = data.indexOf(10, i);
       if (nl === -1) throw new Error(`a journal chunk of binding ${c.binding} does not end with a newline`);
-      yield { binding: c.binding, text: data.toString('utf8', i, nl) };
+      yield { binding: c.binding, text: data.toString('utf8', i, nl), data, start: i, end: nl };
       i = nl + 1;
     }
   }

@@ -49,6 +49,13 @@ export interface DriverSession<Req, Res> {
 export interface SourceDocument {
   binding: number;
   text: string;
+  /**
+   * The UTF-8 bytes `text` was decoded from, data[start, end), when it came from bytes (the plane's journal
+   * chunks): an entry then keeps this range until its store instead of the string (see Entry).
+   */
+  data?: Buffer;
+  start?: number;
+  end?: number;
 }
 
 /** A transaction's input: its documents (in order) and the runtime checkpoint once they are committed. */
@@ -115,12 +122,45 @@ interface Entry {
    * outlives V8's young generation and costs a full collection later.
    */
   value: JsonValue | undefined;
-  /** The document's own text, while no reduction changed it. */
+  /** The document's own text, while no reduction changed it (undefined when `src` holds its bytes). */
   text: string | undefined;
-  /** Last-write-wins: the store's packed values and whether the document is a deletion, taken at combine time. */
-  valuesPacked?: string;
+  /**
+   * Last-write-wins: the document's UTF-8 bytes src[start, end) (a journal chunk) and its packed values'
+   * bytes in the transaction's arena at [valuesAt, valuesEnd), taken at combine time, with whether it is a
+   * deletion. Bytes, not strings: a transaction's entries live until its stores are sent, and strings held
+   * that long were copied by every young-generation collection and promoted (the materialization thread's
+   * GC was its largest cost, issue 16).
+   */
+  src: Buffer | undefined;
+  start: number;
+  end: number;
+  valuesAt: number;
+  valuesEnd: number;
   deletion?: boolean;
   loaded: boolean;
+}
+
+/** Packed values of a transaction's entries, back to back in one buffer outside the JS heap (reused). */
+class ValuesArena {
+  buf: Buffer;
+  len = 0;
+
+  constructor(size: number) {
+    this.buf = Buffer.allocUnsafeSlow(size);
+  }
+
+  /** Appends `bytes`; returns where they start. */
+  add(bytes: Uint8Array): number {
+    if (this.len + bytes.length > this.buf.length) {
+      const next = Buffer.allocUnsafeSlow(Math.max(2 * this.buf.length, this.len + bytes.length));
+      this.buf.copy(next, 0, 0, this.len);
+      this.buf = next;
+    }
+    const at = this.len;
+    this.buf.set(bytes, at);
+    this.len += bytes.length;
+    return at;
+  }
 }
 
 interface Plan {
@@ -207,7 +247,12 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     nextMax: (Buffer | undefined)[];
     /** Load lines not yet sent (combined before `acknowledge` went out), in order. */
     loads: string[];
+    /** The packed values of its last-write-wins entries. */
+    arena: ValuesArena;
   }
+  // Arenas of transactions whose stores were sent, for the next ones (fresh memory costs a page fault per
+  // 4 KiB on first touch; two transactions are in flight at most).
+  const arenas: ValuesArena[] = [];
   // Combine by key (loads are sent as keys are first seen — the connector stages them — once `acknowledge`
   // has gone out; before that they are kept and sent after it).
   const combine = async (input: TransactionInput, sendLoads: boolean): Promise<Combined> => {
@@ -215,6 +260,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
     const nextMax: (Buffer | undefined)[] = plans.map(() => undefined);
     const loads: string[] = [];
+    const arena = arenas.pop() ?? new ValuesArena(1024 * 1024);
+    arena.len = 0;
     let n = 0;
     for (const d of input.docs) {
       // Let the event loop run now and then: the previous transaction's stores may still be on their way
@@ -233,8 +280,13 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       const prev = map.get(keyPacked);
       if (prev !== undefined) {
         if (plan.reduce === undefined) {
-          prev.text = d.text;
-          prev.valuesPacked = plan.packer.values(value);
+          prev.text = d.data === undefined ? d.text : undefined;
+          prev.src = d.data;
+          prev.start = d.start ?? 0;
+          prev.end = d.end ?? 0;
+          const packed = plan.packer.valuesView(value);
+          prev.valuesAt = arena.add(packed);
+          prev.valuesEnd = prev.valuesAt + packed.length;
           prev.deletion = isDeletion(value);
         } else {
           prev.value = plan.reduce(prev.value!, value);
@@ -242,9 +294,16 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         }
         continue;
       }
-      map.set(keyPacked, plan.reduce === undefined
-        ? { keyPacked, value: undefined, text: d.text, valuesPacked: plan.packer.values(value), deletion: isDeletion(value), loaded: false }
-        : { keyPacked, value, text: d.text, loaded: false });
+      if (plan.reduce === undefined) {
+        const packed = plan.packer.valuesView(value);
+        const valuesAt = arena.add(packed);
+        map.set(keyPacked, {
+          keyPacked, value: undefined, text: d.data === undefined ? d.text : undefined, src: d.data, start: d.start ?? 0, end: d.end ?? 0,
+          valuesAt, valuesEnd: valuesAt + packed.length, deletion: isDeletion(value), loaded: false,
+        });
+      } else {
+        map.set(keyPacked, { keyPacked, value, text: d.text, src: undefined, start: 0, end: 0, valuesAt: -1, valuesEnd: -1, loaded: false });
+      }
       // Load optimization: a key above the largest ever stored cannot exist.
       const max = maxKeys[d.binding]!;
       let load = !plan.delta;
@@ -258,7 +317,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       if (sendLoads) await session.sendLine(line);
       else loads.push(line);
     }
-    return { input, combined, stats, nextMax, loads };
+    return { input, combined, stats, nextMax, loads, arena };
   };
   /** Sends the load lines a transaction combined before `acknowledge` went out. */
   const sendHeldLoads = async (t: Combined): Promise<void> => {
@@ -276,7 +335,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       await session.close();
       return;
     }
-    const { input, combined, stats, nextMax } = txn;
+    const { input, combined, stats, nextMax, arena } = txn;
 
     const acked = await expect('acknowledged');
     if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
@@ -325,8 +384,9 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       for (const plan of plans) {
         const s = stats.perBinding[plan.index]!;
         for (const e of combined[plan.index]!.values()) {
-          let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${e.valuesPacked ?? plan.packer.values(e.value!)}"`;
-          if (plan.hasDocument) line += `,"doc":${e.text ?? stringifyDocument(e.value!)}`;
+          const valuesPacked = e.valuesAt >= 0 ? arena.buf.toString('base64', e.valuesAt, e.valuesEnd) : plan.packer.values(e.value!);
+          let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${valuesPacked}"`;
+          if (plan.hasDocument) line += `,"doc":${e.text ?? (e.src !== undefined ? e.src.toString('utf8', e.start, e.end) : stringifyDocument(e.value!))}`;
           if (e.loaded) line += ',"exists":true';
           if (e.deletion ?? isDeletion(e.value!)) line += ',"delete":true';
           await session.sendLine(`${line}}}\n`);
@@ -334,6 +394,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         }
       }
       await session.send({ startCommit: { runtimeCheckpoint: commitAt } });
+      if (arenas.length < 2) arenas.push(arena);
     })();
     startSent.catch(() => undefined);
     // While the connector commits, the next transaction is read and combined (its loads are held until

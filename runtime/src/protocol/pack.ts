@@ -15,6 +15,8 @@ export interface Packer {
   key(doc: JsonValue): string;
   /** `valuesPacked`. */
   values(doc: JsonValue): string;
+  /** The values' packed bytes (not base64), valid until the packer's next call: copy them to keep them. */
+  valuesView(doc: JsonValue): Uint8Array;
 }
 
 const ENCODER = new TextEncoder();
@@ -72,5 +74,6 @@ export function createPacker(collection: CollectionSpec, selection: FieldSelecti
     keyBytes: (doc) => writer.pack(row(keys, keyRow, doc)).bytes(),
     key: (doc) => writer.pack(row(keys, keyRow, doc)).base64(),
     values: (doc) => writer.pack(row(values, valueRow, doc)).base64(),
+    valuesView: (doc) => writer.pack(row(values, valueRow, doc)).view(),
   };
 }

@@ -215,6 +215,11 @@ export class TupleWriter {
   bytes(): Buffer {
     return Buffer.from(this.#out.buf.subarray(0, this.#out.len));
   }
+
+  /** The packed bytes themselves, valid until the next pack() (copy them to keep them). */
+  view(): Uint8Array {
+    return this.#out.buf.subarray(0, this.#out.len);
+  }
 }
 
 /** packTuple, base64-encoded as in `keyPacked` / `valuesPacked`. */
