@@ -5,7 +5,7 @@
 // beyond ±2^53 included. prepareText() takes text (and the value already parsed from it, if any);
 // prepare() takes a value (serialised once, bigints exactly).
 import {
-  SluiceError, hasLongDigits, spliceMember, parseDocument, parsePointer, resolvePointer, setPointer, stringifyDocument, withoutBigints,
+  SluiceError, hasLongDigits, spliceMemberAt, parseDocument, parsePointer, resolvePointer, setPointer, stringifyDocument, withoutBigints,
   type CollectionSpec, type JsonObject, type JsonValue, type UuidProducer,
 } from '@sluice/runtime';
 import { encodePartitionValue, journalName, type PartitionLabels } from './names.ts';
@@ -29,6 +29,23 @@ export interface PreparedDoc {
   bytes: number;
 }
 
+/**
+ * A document's journal line as pieces: text[0, at) + insert + text[at, …) (`at` is -1 when `text` is the
+ * whole line), so that a writer of bytes writes them without joining them into a string first.
+ */
+export interface PreparedParts {
+  journal: string;
+  labels: PartitionLabels;
+  text: string;
+  at: number;
+  insert: string;
+}
+
+/** The line's text (joined). */
+export function partsJson(p: PreparedParts): string {
+  return p.at < 0 ? p.text : `${p.text.slice(0, p.at)}${p.insert}${p.text.slice(p.at)}`;
+}
+
 export class CollectionWriter {
   readonly collection: CollectionSpec;
   readonly #validate: (doc: JsonValue) => string | null;
@@ -37,6 +54,8 @@ export class CollectionWriter {
   readonly #uuidPtr: string;
   /** `[parent, name]` of a two-token uuidPtr (spliced into the text); else undefined (set on a copy). */
   readonly #uuidSplice: [string, string] | undefined;
+  /** The one journal of a collection without partitions (named once, not per document). */
+  #unpartitioned: string | undefined;
 
   constructor(collection: CollectionSpec, validators: SchemaValidators, uuids: UuidProducer) {
     this.collection = collection;
@@ -75,6 +94,13 @@ export class CollectionWriter {
    * from the text where they route); it is parsed here otherwise. Throws DocumentError as prepare().
    */
   prepareText(text: string, parsed?: JsonValue): PreparedDoc {
+    const parts = this.prepareParts(text, parsed);
+    const json = partsJson(parts);
+    return { journal: parts.journal, labels: parts.labels, json, bytes: Buffer.byteLength(json, 'utf8') };
+  }
+
+  /** prepareText, giving the line as pieces (see PreparedParts). */
+  prepareParts(text: string, parsed?: JsonValue): PreparedParts {
     let doc: JsonValue;
     if (parsed !== undefined) {
       doc = parsed;
@@ -94,13 +120,12 @@ export class CollectionWriter {
     const labels = this.#labels(exact);
     // A UUID is hex digits and dashes: quoted as is.
     const uuid = `"${this.#uuids.next()}"`;
-    let json = this.#uuidSplice === undefined ? undefined : spliceMember(text, doc, this.#uuidSplice[0], this.#uuidSplice[1], uuid);
-    if (json === undefined) {
-      const stamped = structuredClone(hasLongDigits(text) ? parseDocument(text) : doc) as JsonObject;
-      setPointer(stamped, this.#uuidPtr, JSON.parse(uuid) as string);
-      json = stringifyDocument(stamped);
-    }
-    return { journal: journalName(this.collection.name, labels), labels, json, bytes: Buffer.byteLength(json, 'utf8') };
+    const journal = this.#partitions.length === 0 ? (this.#unpartitioned ??= journalName(this.collection.name, labels)) : journalName(this.collection.name, labels);
+    const splice = this.#uuidSplice === undefined ? undefined : spliceMemberAt(text, doc, this.#uuidSplice[0], this.#uuidSplice[1], uuid);
+    if (splice !== undefined) return { journal, labels, text, at: splice.at, insert: splice.insert };
+    const stamped = structuredClone(hasLongDigits(text) ? parseDocument(text) : doc) as JsonObject;
+    setPointer(stamped, this.#uuidPtr, JSON.parse(uuid) as string);
+    return { journal, labels, text: stringifyDocument(stamped), at: -1, insert: '' };
   }
 
   /** The journal a document belongs to (throws DocumentError for a non-scalar partition value). */

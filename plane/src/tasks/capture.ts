@@ -9,7 +9,7 @@ import { runCaptureDriver } from '@sluice/runtime/host';
 import type { PartitionLabels } from '../journals/names.ts';
 import { FRAGMENT_BYTES, type JournalStore } from '../journals/store.ts';
 import type { SchemaValidators } from '../journals/validator.ts';
-import { CollectionWriter, DocumentError, type PreparedDoc } from '../journals/writer.ts';
+import { CollectionWriter, DocumentError, partsJson, type PreparedParts } from '../journals/writer.ts';
 import type { ConnectorSession } from './session.ts';
 
 export function captureStateKey(task: string): string { return `capture/${task}/state`; }
@@ -79,19 +79,29 @@ class PendingJournal {
     return buf;
   }
 
-  /** Adds one line: `json` (`bytes` long in UTF-8) and a newline. */
-  add(json: string, bytes: number): void {
-    const need = bytes + 1;
-    if (this.len + need > this.buf.length) {
+  /** Adds one line (its pieces, see PreparedParts) and a newline; returns the line's bytes, newline included. */
+  add(p: PreparedParts): number {
+    // At most 3 bytes per UTF-16 unit.
+    const room = 3 * (p.text.length + p.insert.length) + 1;
+    if (this.len + room > this.buf.length) {
       if (this.len > 0) this.chunks.push(this.buf.subarray(0, this.len));
-      this.buf = this.#take(Math.max(need, Math.min(this.buf.length * 2, FRAGMENT_BYTES)));
+      this.buf = this.#take(Math.max(room, Math.min(this.buf.length * 2, FRAGMENT_BYTES)));
       this.len = 0;
     }
-    const n = this.buf.write(json, this.len, 'utf8');
-    if (n !== bytes) throw new Error(`capture: a document counted as ${bytes} bytes encoded as ${n}`);
-    this.buf[this.len + n] = 0x0a;
-    this.len += need;
-    this.bytes += need;
+    const buf = this.buf;
+    let o = this.len;
+    if (p.at < 0) {
+      o += buf.write(p.text, o, 'utf8');
+    } else {
+      o += buf.write(p.text.slice(0, p.at), o, 'utf8');
+      o += buf.write(p.insert, o, 'utf8');
+      o += buf.write(p.text.slice(p.at), o, 'utf8');
+    }
+    buf[o++] = 0x0a;
+    const n = o - this.len;
+    this.len = o;
+    this.bytes += n;
+    return n;
   }
 
   /** The lines, in chunks of whole lines. */
@@ -133,9 +143,9 @@ export async function runCaptureSession(opts: CaptureSessionOptions): Promise<vo
       onOpened: () => opts.onOpened?.(),
       onDocument: (index, text, value) => {
         const writer = writers[index]!;
-        let prepared: PreparedDoc;
+        let prepared: PreparedParts;
         try {
-          prepared = writer.prepareText(text, value);
+          prepared = writer.prepareParts(text, value);
         } catch (err) {
           if (!(err instanceof DocumentError)) throw err;
           // The offset the document would have had in its journal.
@@ -146,10 +156,10 @@ export async function runCaptureSession(opts: CaptureSessionOptions): Promise<vo
         }
         let lines = pending.get(prepared.journal);
         if (lines === undefined) pending.set(prepared.journal, lines = new PendingJournal(writer.collection.name, prepared.labels, pool));
-        lines.add(prepared.json, prepared.bytes);
-        if (opts.collectDocs) pendingDocs.push({ collection: writer.collection.name, json: prepared.json });
+        const n = lines.add(prepared);
+        if (opts.collectDocs) pendingDocs.push({ collection: writer.collection.name, json: partsJson(prepared) });
         bindingDocs[index]!++;
-        bindingBytes[index]! += prepared.bytes + 1;
+        bindingBytes[index]! += n;
       },
       onCheckpoint: (update, committedState) => {
         if (update?.updated !== undefined) {

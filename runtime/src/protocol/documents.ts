@@ -158,6 +158,15 @@ function backOverObject(text: string, i: number): number {
  * with the member set would give, for compact text.
  */
 export function spliceMember(text: string, doc: JsonObject, parent: string, name: string, valueJson: string): string | undefined {
+  const at = spliceMemberAt(text, doc, parent, name, valueJson);
+  return at === undefined ? undefined : `${text.slice(0, at.at)}${at.insert}${text.slice(at.at)}`;
+}
+
+/**
+ * spliceMember as where and what to insert: the spliced text is text[0, at) + insert + text[at, …). A
+ * writer of bytes writes the three pieces, with no joined string to build and flatten.
+ */
+export function spliceMemberAt(text: string, doc: JsonObject, parent: string, name: string, valueJson: string): { at: number; insert: string } | undefined {
   const end = backOverWs(text, text.length - 1);
   if (text.charCodeAt(end) !== 0x7d) return undefined;
   const existing = doc[parent];
@@ -165,7 +174,7 @@ export function spliceMember(text: string, doc: JsonObject, parent: string, name
   if (existing === undefined) {
     const before = backOverWs(text, end - 1);
     const empty = text.charCodeAt(before) === 0x7b;
-    return `${text.slice(0, end)}${empty ? '' : ','}${JSON.stringify(parent)}:{${member}}${text.slice(end)}`;
+    return { at: end, insert: `${empty ? '' : ','}${JSON.stringify(parent)}:{${member}}` };
   }
   if (existing === null || typeof existing !== 'object' || Array.isArray(existing) || Object.hasOwn(existing, name)) return undefined;
   // The document's last member must be `"<parent>": {…}`: walk back over one object value and its key.
@@ -190,5 +199,5 @@ export function spliceMember(text: string, doc: JsonObject, parent: string, name
   if (sep !== 0x2c && sep !== 0x7b) return undefined;
   const inner = backOverWs(text, close - 1);
   const emptyParent = inner === open;
-  return `${text.slice(0, close)}${emptyParent ? '' : ','}${member}${text.slice(close)}`;
+  return { at: close, insert: emptyParent ? member : `,${member}` };
 }
