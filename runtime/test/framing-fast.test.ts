@@ -1,12 +1,18 @@
 // The fast path of parseEnvelope (scanEnvelope) must give exactly what the general path (JSON.parse of the
-// line, rawBodyMemberText for the raw member) gives, or decline (undefined) — never a different answer.
+// line, rawBodyMemberText for the raw member) gives, or decline (undefined) — never a different answer. With
+// ScanOptions.unparsed (a materialize session's store `doc`), the same answer with that member left as checked
+// text: the same lines accepted, the same body without it, and its text parsing to what the general path has.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseEnvelope, parseEnvelopeGeneral, rawBodyMemberText } from '../src/protocol/envelope.ts';
 import { scanEnvelope } from '../src/protocol/envelope-scan.ts';
+import { MATERIALIZE_SCAN } from '../src/connector/materialize.ts';
 import { ProtocolError } from '../src/errors.ts';
 
 const VARIANTS = ['acknowledge', 'load', 'flush', 'store', 'startCommit'];
+
+/** Lines answered with the store doc left as checked text (so the tests below are seen to reach that branch). */
+let unparsedAnswers = 0;
 
 /** Asserts that the fast path agrees with the general path on `text`; returns whether it answered. */
 function check(text: string): boolean {
@@ -17,6 +23,20 @@ function check(text: string): boolean {
     general = undefined;
   }
   const fast = scanEnvelope(text, VARIANTS);
+  const checked = scanEnvelope(text, VARIANTS, MATERIALIZE_SCAN);
+  assert.equal(checked === undefined, fast === undefined, `with the store doc unparsed, a different verdict: ${text}`);
+  if (checked?.raw?.unparsed === true) {
+    assert.ok(general !== undefined && fast !== undefined, text);
+    assert.equal(checked.variant, 'store', text);
+    assert.equal(checked.raw.member, 'doc', text);
+    assert.equal(checked.raw.text, fast.raw?.text, text);
+    const { doc, ...rest } = general.body;
+    assert.deepStrictEqual(checked.body, rest, text);
+    assert.deepStrictEqual(JSON.parse(checked.raw.text), doc, text);
+    unparsedAnswers++;
+  } else if (checked !== undefined) {
+    assert.deepStrictEqual(checked, fast, text);
+  }
   if (fast === undefined) return false;
   assert.ok(general !== undefined, `fast path accepted a line the general path rejects: ${text}`);
   assert.equal(fast.variant, general.variant, text);
@@ -109,6 +129,7 @@ describe('scanEnvelope: random variations agree with the general path', () => {
     }
     // Both branches are exercised (the mutations keep some lines valid).
     assert.ok(answered > 200 && answered < total, `answered ${answered} of ${total}`);
+    assert.ok(unparsedAnswers > 100, `store docs left unparsed: ${unparsedAnswers}`);
   });
 });
 
@@ -120,7 +141,20 @@ describe('parseEnvelope with the fast path', () => {
     assert.equal(env.text, STORE);
     assert.deepEqual(env.raw, { member: 'doc', text: '{"id":1,"a":"x","_meta":{"uuid":"d6f0"}}' });
   });
-  it('reports malformed store lines exactly as before (the general path)', () => {
+  it('with ScanOptions.unparsed, carries the store doc as checked text and leaves it out of the body', () => {
+    const env = parseEnvelope({ text: STORE, line: 7 }, VARIANTS, 'request', 'stdin', MATERIALIZE_SCAN);
+    assert.deepEqual(env.body, { keyPacked: 'FQE=', valuesPacked: 'AmEAFQU=' });
+    assert.deepEqual(env.raw, { member: 'doc', text: '{"id":1,"a":"x","_meta":{"uuid":"d6f0"}}', unparsed: true });
+    // Nested deeper than the check follows: parsed as before.
+    const deep = '{"store":{"keyPacked":"FQE=","doc":{"a":{"b":{"c":{"d":1}}}}}}';
+    const parsed = parseEnvelope({ text: deep, line: 8 }, VARIANTS, 'request', 'stdin', MATERIALIZE_SCAN);
+    assert.deepEqual(parsed.body, { keyPacked: 'FQE=', doc: { a: { b: { c: { d: 1 } } } } });
+    assert.equal(parsed.raw?.unparsed, undefined);
+    // Another variant's member of that name is parsed.
+    const flush = parseEnvelope({ text: '{"flush":{"doc":{"a":1}}}', line: 9 }, VARIANTS, 'request', 'stdin', MATERIALIZE_SCAN);
+    assert.deepEqual(flush.body, { doc: { a: 1 } });
+  });
+  it('reports malformed store lines exactly as before (the general path), the store doc unparsed or not', () => {
     const bad = '{"store":{"keyPacked":"FQE=","doc":{"id":1,"a":}}}';
     let expected: unknown;
     try {
@@ -128,11 +162,13 @@ describe('parseEnvelope with the fast path', () => {
     } catch (err) {
       expected = (err as Error).message;
     }
-    assert.throws(() => parseEnvelope({ text: bad, line: 3 }, VARIANTS, 'request', 'stdin'), (err: unknown) => {
-      assert.ok(err instanceof ProtocolError);
-      assert.equal(err.message, `stdin line 3 is not valid JSON: ${String(expected)}`);
-      return true;
-    });
+    for (const scan of [undefined, MATERIALIZE_SCAN]) {
+      assert.throws(() => parseEnvelope({ text: bad, line: 3 }, VARIANTS, 'request', 'stdin', scan), (err: unknown) => {
+        assert.ok(err instanceof ProtocolError);
+        assert.equal(err.message, `stdin line 3 is not valid JSON: ${String(expected)}`);
+        return true;
+      });
+    }
     assert.throws(() => parseEnvelope({ text: '{"store":{"doc":{"a":1}},"flush":{}}', line: 4 }, VARIANTS, 'request', 'stdin'), {
       message: 'stdin line 4: a request must have exactly one of "acknowledge", "load", "flush", "store", "startCommit"; found "store", "flush"',
     });

@@ -245,6 +245,36 @@ describe('serveMaterialize: store documents', () => {
     assert.deepEqual(seen[0]!.doc, { id: 1, big: Number("12345678901234567890"), s: 'é' });
     assert.equal(seen[0]!.docJson, '{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }');
   });
+
+  it('documents checked but not parsed, nested deeper (parsed), and malformed (the line\'s error) alike', async () => {
+    const seen: DecodedStore[] = [];
+    const connector = createTestMaterialize();
+    const base = connector.open.bind(connector);
+    connector.open = async (ctx) => {
+      const opened = await base(ctx);
+      const store = opened.transactor.store.bind(opened.transactor);
+      opened.transactor.store = async (stores) => store((async function* () {
+        for await (const s of stores) { seen.push(s); yield s; }
+      })());
+      return opened;
+    };
+    const key = (n: number) => packTupleBase64([n]);
+    const shallow = '{"id":1,"_meta":{"uuid":"x","tags":["a","b"]},"exists":false}';
+    const deep = '{"id":2,"a":{"b":{"c":{"d":[1]}}}}';
+    const lines = [
+      `{"store":{"keyPacked":"${key(1)}","doc":${shallow},"exists":true}}`,
+      `{"store":{"keyPacked":"${key(2)}","doc":${deep},"delete":true}}`,
+    ];
+    const ok = await serve(serveMaterialize, connector, [open(), { acknowledge: {} }, { flush: {} }, ...lines, { startCommit: {} }, { acknowledge: {} }]);
+    assert.equal(ok.error, undefined);
+    assert.deepEqual(seen.map((s) => [s.key, s.exists, s.delete, s.docJson, s.doc]), [
+      [[1], true, false, shallow, JSON.parse(shallow)],
+      [[2], false, true, deep, JSON.parse(deep)],
+    ]);
+    const bad = `{"store":{"keyPacked":"${key(3)}","doc":{"id":3,"a":tru}}}`;
+    const failed = await serve(serveMaterialize, connector, [open(), { acknowledge: {} }, { flush: {} }, bad, { startCommit: {} }]);
+    assert.match(String(failed.error?.message), /^stdin line 4 is not valid JSON: /);
+  });
 });
 
 describe('serveMaterialize: long runs of requests already read', () => {

@@ -3,6 +3,7 @@
 // startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
 import { ProtocolError } from '../errors.ts';
 import { type Envelope, rawBodyMemberText } from '../protocol/envelope.ts';
+import type { ScanOptions } from '../protocol/envelope-scan.ts';
 import type { SpecResponse } from '../protocol/capture.ts';
 import type {
   LoadRequest, MaterializeApplyRequest, MaterializeOpenRequest, MaterializeOpenedResponse, MaterializeValidateRequest,
@@ -102,14 +103,52 @@ export function decodeLoad(request: Envelope, bindingCount: number): DecodedLoad
   return { binding, key: decodeTuple(body.keyPacked, body.key, what, true), keyPacked: body.keyPacked ?? '' };
 }
 
+/**
+ * A store whose document came as checked JSON text (ScanOptions.unparsed): `docJson` is that text and `doc`
+ * parses it on first use — a transactor that writes the text (SQLite's document column) never parses it.
+ */
+class StoreWithDocText implements DecodedStore {
+  readonly binding: number;
+  readonly key: TupleValue[];
+  readonly values: TupleValue[];
+  readonly keyPacked: string;
+  readonly exists: boolean;
+  readonly delete: boolean;
+  readonly docJson: string;
+  #doc: JsonObject | undefined;
+
+  constructor(binding: number, key: TupleValue[], values: TupleValue[], keyPacked: string, exists: boolean, del: boolean, docJson: string) {
+    this.binding = binding;
+    this.key = key;
+    this.values = values;
+    this.keyPacked = keyPacked;
+    this.exists = exists;
+    this.delete = del;
+    this.docJson = docJson;
+  }
+
+  /** The text was checked to be one JSON object (json-check.ts), so this parse cannot fail. */
+  get doc(): JsonObject {
+    return (this.#doc ??= JSON.parse(this.docJson) as JsonObject);
+  }
+}
+
+/** The request scan of a materialize session: a store's `doc` is checked, not parsed (see StoreWithDocText). */
+export const MATERIALIZE_SCAN: ScanOptions = { unparsed: { variant: 'store', member: 'doc' } };
+
 export function decodeStore(request: Envelope, bindingCount: number): DecodedStore {
   const body = request.body as StoreRequest;
   const what = `"store" request (line ${request.line})`;
   const binding = checkBindingIndex(body.binding, bindingCount, what);
+  const key = decodeTuple(body.keyPacked, body.key, what, true);
+  const values = decodeTuple(body.valuesPacked, body.values, what, false);
+  if (request.raw?.unparsed === true && request.raw.member === 'doc') {
+    return new StoreWithDocText(binding, key, values, body.keyPacked ?? '', body.exists === true, body.delete === true, request.raw.text);
+  }
   const out: DecodedStore = {
     binding,
-    key: decodeTuple(body.keyPacked, body.key, what, true),
-    values: decodeTuple(body.valuesPacked, body.values, what, false),
+    key,
+    values,
     keyPacked: body.keyPacked ?? '',
     exists: body.exists === true,
     delete: body.delete === true,
@@ -146,7 +185,7 @@ export async function serveMaterialize<Config = JsonObject, Resource = JsonObjec
   connector: MaterializeConnector<Config, Resource>,
   options: ServeOptions = {},
 ): Promise<void> {
-  const io = openSessionIO(options, MATERIALIZE_REQUESTS);
+  const io = openSessionIO(options, MATERIALIZE_REQUESTS, MATERIALIZE_SCAN);
   const schemas = new Schemas(connector);
   try {
     const first = await io.requests.next();

@@ -4,6 +4,7 @@ import type { Writable } from 'node:stream';
 import { ProtocolError } from '../errors.ts';
 import { type ByteSource, type Line, LineSplitter, chunkIterator } from '../protocol/line-reader.ts';
 import { type Envelope, parseEnvelope, quoteList } from '../protocol/envelope.ts';
+import type { ScanOptions } from '../protocol/envelope-scan.ts';
 import { MessageWriter } from '../protocol/message-writer.ts';
 import { JsonLogger, type LogSink } from '../log.ts';
 import type { Logger } from './types.ts';
@@ -38,9 +39,11 @@ export class RequestReader {
   private eof = false;
   private closed = false;
   readonly variants: readonly string[];
+  private readonly scan: ScanOptions | undefined;
 
-  constructor(source: ByteSource, variants: readonly string[], signal: AbortSignal) {
+  constructor(source: ByteSource, variants: readonly string[], signal: AbortSignal, scan?: ScanOptions) {
     this.variants = variants;
+    this.scan = scan;
     this.chunks = chunkIterator(source);
     if (signal.aborted) this.stop.trip();
     else signal.addEventListener('abort', () => this.stop.trip(), { once: true });
@@ -49,7 +52,7 @@ export class RequestReader {
   /** A request already read, null at end of input, STOPPED, or undefined when a read is needed. */
   tryNext(): Envelope | null | Stopped | undefined {
     if (this.stop.tripped) return STOPPED;
-    if (this.index < this.lines.length) return parseEnvelope(this.lines[this.index++]!, this.variants, 'request', 'stdin');
+    if (this.index < this.lines.length) return parseEnvelope(this.lines[this.index++]!, this.variants, 'request', 'stdin', this.scan);
     if (this.eof || this.closed) return null;
     return undefined;
   }
@@ -91,7 +94,8 @@ export interface SessionIO {
   controller: AbortController;
 }
 
-export function openSessionIO(options: ServeOptions, variants: readonly string[]): SessionIO {
+/** `scan`: members the requests' fast path may check instead of parse (see ScanOptions). */
+export function openSessionIO(options: ServeOptions, variants: readonly string[], scan?: ScanOptions): SessionIO {
   const log = options.log ?? new JsonLogger({ ...(options.stderr ? { stream: options.stderr } : {}), env: options.env ?? process.env });
   const controller = new AbortController();
   if (options.signal) {
@@ -99,7 +103,7 @@ export function openSessionIO(options: ServeOptions, variants: readonly string[]
     else options.signal.addEventListener('abort', () => controller.abort(options.signal?.reason), { once: true });
   }
   const writer = new MessageWriter(options.output ?? process.stdout);
-  const requests = new RequestReader(options.input ?? process.stdin, variants, controller.signal);
+  const requests = new RequestReader(options.input ?? process.stdin, variants, controller.signal, scan);
   return { log, writer, requests, controller };
 }
 

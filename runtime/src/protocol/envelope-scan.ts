@@ -1,5 +1,6 @@
 // The fast path of envelope parsing (envelope.ts's parseEnvelope tries it first).
 import type { JsonObject, JsonValue } from './specs.ts';
+import { isJsonObjectText } from './json-check.ts';
 
 export const QUOTE = 0x22;
 
@@ -13,6 +14,9 @@ export const QUOTE = 0x22;
 // structure (JSON's grammar is unambiguous). Any other shape — whitespace is fine, but escapes in keys,
 // duplicate or unusual keys, `$internal`, two complex members, a parse error — returns undefined and the
 // general path parses the line (and reports every error as before). Equivalence: framing-fast.test.ts.
+// A caller that only passes the complex member on as text (a materialization's store `doc`) names it in
+// ScanOptions.unparsed: that member is then checked against JSON's grammar (json-check.ts) instead of parsed,
+// and left out of the body (its text is in `raw`); when the check cannot decide, it is parsed as usual.
 
 const NAME_OK = new Uint8Array(128);
 for (let c = 0; c < 128; c++) {
@@ -81,14 +85,20 @@ function literalAt(text: string, i: number): [JsonValue, number] | undefined {
 export interface ScannedEnvelope {
   variant: string;
   body: JsonObject;
-  raw?: { member: string; text: string };
+  /** `unparsed`: the member is not in `body`; its text is a JSON object (checked, not parsed). */
+  raw?: { member: string; text: string; unparsed?: true };
+}
+
+export interface ScanOptions {
+  /** The body member of this variant to check instead of parse, when it is the line's complex member (see above). */
+  unparsed?: { variant: string; member: string };
 }
 
 /**
  * The fast path of parseEnvelope (see above): the envelope of a line of the common shape, or undefined when
  * the line must go through JSON.parse. Never throws.
  */
-export function scanEnvelope(text: string, variants: readonly string[]): ScannedEnvelope | undefined {
+export function scanEnvelope(text: string, variants: readonly string[], options?: ScanOptions): ScannedEnvelope | undefined {
   const n = text.length;
   let i = 0;
   while (isWs(text.charCodeAt(i))) i++;
@@ -135,10 +145,10 @@ export function scanEnvelope(text: string, variants: readonly string[]): Scanned
     let end: number;
     if (c === QUOTE) {
       end = plainStringEnd(text, i);
-      if (end === -1) return complexMember(text, variant, body, key, seen, i);
+      if (end === -1) return complexMember(text, variant, body, key, seen, i, options);
       body[key] = text.slice(i + 1, end - 1);
     } else if (c === 0x7b || c === 0x5b) {
-      return complexMember(text, variant, body, key, seen, i);
+      return complexMember(text, variant, body, key, seen, i, options);
     } else {
       const lit = literalAt(text, i);
       if (lit === undefined) return undefined;
@@ -169,7 +179,7 @@ function closeEnvelope(text: string, i: number): boolean {
  * The member `key` whose value starts at `start` is not simple: read the members after it backward from
  * the end (literals only), JSON.parse what lies between.
  */
-function complexMember(text: string, variant: string, body: JsonObject, key: string, seen: number, start: number): ScannedEnvelope | undefined {
+function complexMember(text: string, variant: string, body: JsonObject, key: string, seen: number, start: number, options: ScanOptions | undefined): ScannedEnvelope | undefined {
   let j = text.length - 1;
   while (j > start && isWs(text.charCodeAt(j))) j--;
   if (text.charCodeAt(j) !== 0x7d) return undefined;
@@ -213,18 +223,22 @@ function complexMember(text: string, variant: string, body: JsonObject, key: str
   }
   if (j <= start) return undefined;
   const raw = text.slice(start, j + 1);
-  let value: JsonValue;
-  try {
-    value = JSON.parse(raw) as JsonValue;
-  } catch {
-    return undefined;
+  const u = options?.unparsed;
+  const unparsed = u !== undefined && u.member === key && u.variant === variant && isJsonObjectText(raw);
+  if (!unparsed) {
+    let value: JsonValue;
+    try {
+      value = JSON.parse(raw) as JsonValue;
+    } catch {
+      return undefined;
+    }
+    body[key] = value;
   }
-  body[key] = value;
   if (after !== undefined) {
     for (let m = after.length - 1; m >= 0; m--) {
       const [name, v] = after[m]!;
       body[NAMES[name]!] = v;
     }
   }
-  return { variant, body, raw: { member: key, text: raw } };
+  return { variant, body, raw: unparsed ? { member: key, text: raw, unparsed: true } : { member: key, text: raw } };
 }

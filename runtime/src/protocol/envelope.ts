@@ -2,7 +2,7 @@
 // naming the line; the fast path for the hot request shapes is envelope-scan.ts. Also the raw text of a
 // body member (a store's `doc`), sliced out of the line instead of re-serialised.
 import { ProtocolError } from '../errors.ts';
-import { QUOTE, scanEnvelope } from './envelope-scan.ts';
+import { QUOTE, type ScanOptions, scanEnvelope } from './envelope-scan.ts';
 import type { ByteSource, Line, ReadLinesOptions } from './line-reader.ts';
 import { readLines } from './line-reader.ts';
 import type { JsonObject, JsonValue } from './specs.ts';
@@ -17,16 +17,18 @@ export interface Envelope {
   /**
    * The raw JSON text of the body's one object/array member (or string with escapes), when the fast path
    * parsed the line (see scanEnvelope): exactly what rawBodyMemberText(text, variant, member) returns.
+   * `unparsed` (asked for with ScanOptions.unparsed): the member is not in `body`; its text was checked to be
+   * a JSON object, not parsed.
    */
-  raw?: { member: string; text: string };
+  raw?: { member: string; text: string; unparsed?: true };
 }
 
 /**
  * Parses one line as an envelope with exactly one variant key out of `variants`. `$internal` is
  * ignored. `kind` names the message kind in errors ("request" or "response").
  */
-export function parseEnvelope(line: Line, variants: readonly string[], kind: string, name = 'input'): Envelope {
-  const fast = scanEnvelope(line.text, variants);
+export function parseEnvelope(line: Line, variants: readonly string[], kind: string, name = 'input', scan?: ScanOptions): Envelope {
+  const fast = scanEnvelope(line.text, variants, scan);
   if (fast !== undefined) {
     const out: Envelope = { variant: fast.variant, body: fast.body, line: line.line, text: line.text };
     if (fast.raw !== undefined) out.raw = fast.raw;
