@@ -47,6 +47,8 @@ export interface FlatColumnPlan {
 }
 
 const NULL = [0x6e, 0x75, 0x6c, 0x6c];
+const TRUE = [0x74, 0x72, 0x75, 0x65];
+const FALSE = [0x66, 0x61, 0x6c, 0x73, 0x65];
 
 /** Bits of a level up to `max` (RLE/bit-packed width). */
 function bitWidth(max: number): number {
@@ -384,8 +386,13 @@ export class FlatColumn {
       case Mode.Boolean: {
         const k = this.#value++;
         const bit = ((this.#page[this.#pos + (k >> 3)] as number) >> (k & 7)) & 1;
+        // Copied by a loop: Buffer#write's call into native code costs more than these few bytes (~90 ns a cell).
+        const text = bit ? TRUE : FALSE;
         sink.ensure(5);
-        sink.len += sink.buf.write(bit ? 'true' : 'false', sink.len, 'latin1');
+        const buf = sink.buf;
+        let o = sink.len;
+        for (let i = 0; i < text.length; i++) buf[o++] = text[i] as number;
+        sink.len = o;
         return;
       }
       default: {
@@ -411,17 +418,26 @@ export class FlatColumn {
       sink.len = rewritten;
       return;
     }
-    // Printable ASCII without `"` or `\` is its own JSON text; anything else as jsonString writes it.
+    // Printable ASCII without `"` or `\` is its own JSON text, copied as it is checked (one pass); anything else
+    // as jsonString writes it, over what the pass copied (sink.len has not moved).
+    const buf = sink.buf;
+    let o = sink.len;
+    buf[o++] = 0x22;
     let i = a;
-    for (; i < b; i++) {
-      const c = page[i] as number;
-      if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break;
+    if (n > 32) {
+      for (; i < b; i++) {
+        const c = page[i] as number;
+        if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break;
+      }
+      if (i === b) o = copyBytes(page, a, b, buf, o);
+    } else {
+      for (; i < b; i++) {
+        const c = page[i] as number;
+        if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) break;
+        buf[o++] = c;
+      }
     }
     if (i === b) {
-      const buf = sink.buf;
-      let o = sink.len;
-      buf[o++] = 0x22;
-      o = copyBytes(page, a, b, buf, o);
       buf[o++] = 0x22;
       sink.len = o;
       return;

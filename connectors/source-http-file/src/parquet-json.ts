@@ -95,8 +95,9 @@ export class InstantFormatter {
     const m = Math.floor((t - h * 3600) / 60);
     const sec = t - h * 3600 - m * 60;
     buf[o++] = 0x22;
-    buf.set(this.#dateBytes, o);
-    o += 10;
+    // Short copies by a loop: TypedArray#set's call costs more than 10 bytes (and the offset's 1 or 6).
+    const date = this.#dateBytes;
+    for (let i = 0; i < 10; i++) buf[o++] = date[i] as number;
     buf[o++] = 0x54; // T
     buf[o++] = 0x30 + Math.floor(h / 10);
     buf[o++] = 0x30 + (h % 10);
@@ -120,8 +121,8 @@ export class InstantFormatter {
       while (buf[o + end] === 0x30) end--;
       o += end + 1;
     }
-    buf.set(this.#offsetBytes, o);
-    o += this.#offsetBytes.length;
+    const offset = this.#offsetBytes;
+    for (let i = 0; i < offset.length; i++) buf[o++] = offset[i] as number;
     buf[o++] = 0x22;
     return o;
   }
