@@ -40,8 +40,8 @@ describe('JSON pointers', () => {
   });
 
   it('pointerResolver answers as resolvePointer does', () => {
-    const docs = [{ id: 1, 'a/b': 2, n: { m: [3] } }, { id: null }, [1, 2], 'text', null];
-    for (const ptr of ['/id', '/a~1b', '/n/m/0', '/0', '/missing', '']) {
+    const docs = [{ id: 1, 'a/b': 2, n: { m: [3], '01': 4, 'x~y': [[5, 6]] }, _meta: { uuid: 'u' } }, { id: null, n: [7, 8] }, { n: { m: 'str' } }, [1, 2], 'text', null];
+    for (const ptr of ['/id', '/a~1b', '/n/m/0', '/n/01', '/n/1', '/n/x~0y/0/1', '/n/m/length', '/n/toString', '/_meta/uuid', '/0', '/missing', '/missing/deeper', '']) {
       const at = pointerResolver(ptr);
       for (const d of docs) assert.deepEqual(at(d), resolvePointer(d, ptr), `${ptr} in ${JSON.stringify(d)}`);
     }

@@ -56,7 +56,25 @@ export function pointerResolver(pointer: string): (doc: JsonValue | undefined) =
     const t = tokens[0]!;
     return (doc) => (doc !== null && typeof doc === 'object' && !Array.isArray(doc) && Object.hasOwn(doc, t) ? doc[t] : undefined);
   }
-  return (doc) => resolvePointer(doc, pointer);
+  // Tokens unescaped and array indexes parsed once, not per document (`/_meta/uuid` is resolved for every
+  // materialized document: splitting the pointer each time cost as much as the rest of packing a value).
+  const steps = tokens.map((token) => ({ token, index: ARRAY_INDEX.test(token) ? Number(token) : -1 }));
+  return (doc) => {
+    let node = doc;
+    for (let i = 0; i < steps.length; i++) {
+      const step = steps[i]!;
+      if (Array.isArray(node)) {
+        if (step.index < 0) return undefined;
+        node = node[step.index];
+      } else if (typeof node === 'object' && node !== null) {
+        node = Object.hasOwn(node, step.token) ? node[step.token] : undefined;
+      } else {
+        return undefined;
+      }
+      if (node === undefined) return undefined;
+    }
+    return node;
+  };
 }
 
 /** Sets the value at `ptr`, creating (or replacing non-object) intermediate objects. */
