@@ -23,6 +23,14 @@ function sqlError(err: unknown, sql: string): SqlError {
 
 type Bindable = null | number | bigint | string | Uint8Array;
 
+/**
+ * Rows per multi-row INSERT of bulkInsert (the load keys): measured with node:sqlite, 500k TEXT keys into an
+ * in-memory temp table, 32 rows a statement took about half the time of one row a statement (0.50 vs 0.97 s).
+ */
+const BULK_ROWS = 32;
+/** SQLite's historical SQLITE_MAX_VARIABLE_NUMBER (newer builds allow 32766): stay under it. */
+const MAX_PARAMETERS = 999;
+
 /** node:sqlite binds booleans itself (as 1/0), so parameters pass through without a copy. */
 function bind(params: readonly SqlParam[]): Bindable[] {
   return params as Bindable[];
@@ -68,13 +76,37 @@ class SqliteConnection implements Connection {
   }
 
   async bulkInsert(target: BulkTarget, rows: AsyncIterable<readonly SqlParam[]> | Iterable<readonly SqlParam[]>): Promise<number> {
-    const sql = `INSERT INTO ${target.identifier} (${target.columns.map((c) => c.identifier).join(', ')}) VALUES (${target.columns.map(() => '?').join(', ')});`; // anonymous `?`: see sqlite-dialect.ts
-    const s = this.#stmt(sql);
+    // The load keys' temp table (no index, in memory): BULK_ROWS rows a statement, the rest one by one. A multi-row
+    // statement opens a statement journal, but appending to a temp table changes only its last page (unlike stores,
+    // see sqlite-dialect.ts). Anonymous `?`: see sqlite-dialect.ts.
+    const width = target.columns.length;
+    const head = `INSERT INTO ${target.identifier} (${target.columns.map((c) => c.identifier).join(', ')}) VALUES `;
+    const row = `(${target.columns.map(() => '?').join(', ')})`;
+    const perStatement = Math.max(1, Math.min(BULK_ROWS, Math.floor(MAX_PARAMETERS / width)));
+    const oneSql = `${head}${row};`;
+    const manySql = `${head}${Array.from({ length: perStatement }, () => row).join(', ')};`;
+    const one = this.#stmt(oneSql);
+    const many = perStatement > 1 ? this.#stmt(manySql) : undefined;
+    const params: Bindable[] = [];
+    let gathered = 0;
     let n = 0;
-    try {
-      if (Symbol.iterator in rows) for (const r of rows) { s.run(...bind(r)); n++; }
-      else for await (const r of rows) { s.run(...bind(r)); n++; }
-    } catch (err) { throw sqlError(err, sql); }
+    const add = (r: readonly SqlParam[]): void => {
+      if (many === undefined) {
+        try { one.run(...bind(r)); } catch (err) { throw sqlError(err, oneSql); }
+        return;
+      }
+      for (const v of r) params.push(v as Bindable);
+      if (++gathered === perStatement) {
+        try { many.run(...params); } catch (err) { throw sqlError(err, manySql); }
+        params.length = 0;
+        gathered = 0;
+      }
+    };
+    if (Symbol.iterator in rows) for (const r of rows) { add(r); n++; }
+    else for await (const r of rows) { add(r); n++; }
+    for (let i = 0; i < gathered; i++) {
+      try { one.run(...params.slice(i * width, (i + 1) * width)); } catch (err) { throw sqlError(err, oneSql); }
+    }
     return n;
   }
 

@@ -61,3 +61,24 @@ test('an existing database file keeps its page size (4 KiB here) and its rows; t
     }
   }
 });
+
+test('bulkInsert writes every row in order, whatever the count and width (multi-row statements and the rest)', async () => {
+  const conn = await new SqliteClient(':memory:').connect();
+  try {
+    for (const width of [1, 2, 40]) {
+      const columns = Array.from({ length: width }, (_, i) => ({ name: `c${i}`, identifier: `c${i}`, ddl: 'TEXT', nullable: true }));
+      await conn.exec(`CREATE TEMP TABLE t${width} (seq INTEGER PRIMARY KEY, ${columns.map((c) => `${c.identifier} ${c.ddl}`).join(', ')})`);
+      for (const count of [0, 1, 31, 32, 33, 64, 100]) {
+        await conn.exec(`DELETE FROM temp.t${width}`);
+        const rows = Array.from({ length: count }, (_, r) => columns.map((_c, i) => (i === 0 && r % 7 === 3 ? null : `r${r}c${i}`)));
+        // From an async iterable, as the transactor's loads arrive.
+        const n = await conn.bulkInsert({ name: `t${width}`, identifier: `temp.t${width}`, columns }, (async function* () { yield* rows; })());
+        assert.equal(n, count, `width ${width}, ${count} rows`);
+        const got = await conn.query(`SELECT ${columns.map((c) => c.identifier).join(', ')} FROM temp.t${width} ORDER BY seq`);
+        assert.deepEqual(got.map((r) => columns.map((c) => r[c.name])), rows, `width ${width}, ${count} rows`);
+      }
+    }
+  } finally {
+    await conn.close();
+  }
+});
