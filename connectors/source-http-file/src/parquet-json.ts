@@ -45,6 +45,10 @@ function fraction(frac: number, digits: number): string {
   return `.${s.slice(0, sig)}`;
 }
 
+/** The ASCII tens and ones digits of 0–99 (writeInto's hours, minutes and seconds without a division each). */
+const TENS = Uint8Array.from({ length: 100 }, (_, n) => 0x30 + Math.floor(n / 10));
+const ONES = Uint8Array.from({ length: 100 }, (_, n) => 0x30 + (n % 10));
+
 /** Formats instants (a count of `10^-digits` seconds) as RFC 3339, caching the date of the last day seen. */
 export class InstantFormatter {
   readonly #digits: number;
@@ -90,23 +94,25 @@ export class InstantFormatter {
       this.#date = d;
       this.#dateBytes = Buffer.from(d, 'latin1');
     }
+    // 0 ≤ t < 86,400, an integer: `| 0` truncates exactly (and is integer arithmetic).
     const t = secs - day * 86_400;
-    const h = Math.floor(t / 3600);
-    const m = Math.floor((t - h * 3600) / 60);
-    const sec = t - h * 3600 - m * 60;
+    const h = (t / 3600) | 0;
+    const r = t - h * 3600;
+    const m = (r / 60) | 0;
+    const sec = r - m * 60;
     buf[o++] = 0x22;
     // Short copies by a loop: TypedArray#set's call costs more than 10 bytes (and the offset's 1 or 6).
     const date = this.#dateBytes;
     for (let i = 0; i < 10; i++) buf[o++] = date[i] as number;
     buf[o++] = 0x54; // T
-    buf[o++] = 0x30 + Math.floor(h / 10);
-    buf[o++] = 0x30 + (h % 10);
+    buf[o++] = TENS[h] as number;
+    buf[o++] = ONES[h] as number;
     buf[o++] = 0x3a;
-    buf[o++] = 0x30 + Math.floor(m / 10);
-    buf[o++] = 0x30 + (m % 10);
+    buf[o++] = TENS[m] as number;
+    buf[o++] = ONES[m] as number;
     buf[o++] = 0x3a;
-    buf[o++] = 0x30 + Math.floor(sec / 10);
-    buf[o++] = 0x30 + (sec % 10);
+    buf[o++] = TENS[sec] as number;
+    buf[o++] = ONES[sec] as number;
     if (frac !== 0) {
       // fraction(): the digits padded to the unit, trailing zeros dropped.
       const digits = this.#digits;
