@@ -70,5 +70,7 @@ export type ToThread =
 export type FromThread =
   | { [F in keyof ThreadCalls]: { t: 'call'; id: number; fn: F; arg: ThreadCalls[F] } }[keyof ThreadCalls]
   | { t: 'log'; event: ConnectorLogEvent }
+  /** A committed transaction's journal bytes, handed back (transferred) for the store to read into again. */
+  | { t: 'recycle'; buffers: ArrayBuffer[] }
   /** The session ended: cleanly, or with the error it failed with. */
   | { t: 'end'; error?: SerializedError };

@@ -45,6 +45,13 @@ function call<F extends keyof ThreadCalls>(fn: F, arg: ThreadCalls[F]): Promise<
   });
 }
 
+/**
+ * The journal buffers of the transactions read and not yet committed, oldest first. Once a transaction's
+ * `startedCommit` is handled, its stores have been written (the driver awaits them first), so nothing reads
+ * its bytes any more: they go back to the main thread's store (JournalStore.recycle).
+ */
+const inFlight: ArrayBuffer[][] = [];
+
 async function run(s: ThreadStart): Promise<void> {
   session = hostSession<MaterializeRequest, MaterializeResponse>(s.target, 'materialize', s.name, {
     onLog: (event) => port.post({ t: 'log', event }),
@@ -65,10 +72,15 @@ async function run(s: ThreadStart): Promise<void> {
     onOpened: async (opened) => { await call('opened', opened); },
     nextTransaction: async (from) => {
       const txn = await call('next', from);
+      if (txn !== undefined) inFlight.push(txn.chunks.map((c) => c.data.buffer as ArrayBuffer));
       return txn === undefined ? undefined : { docs: sourceDocuments(txn.chunks), checkpoint: txn.checkpoint };
     },
     onAcknowledged: async (state) => { await call('acknowledged', state); },
     onFlushed: async (state, maxKeys) => { await call('flushed', { state, maxKeys }); },
-    onStartedCommit: async (checkpoint, state, stats) => { await call('startedCommit', { checkpoint, state, stats }); },
+    onStartedCommit: async (checkpoint, state, stats) => {
+      const done = inFlight.shift() ?? [];
+      if (done.length > 0) port.post({ t: 'recycle', buffers: done }, done);
+      await call('startedCommit', { checkpoint, state, stats });
+    },
   });
 }

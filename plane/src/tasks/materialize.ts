@@ -85,7 +85,7 @@ const materializeThreads = threadModule<ToThread, FromThread>(new URL('./materia
 type Callbacks = Pick<MaterializeDriverOptions, 'onOpened' | 'onAcknowledged' | 'onFlushed' | 'onStartedCommit'>;
 
 /** Runs the driver on the connector's thread, serving its callbacks here; resolves or rejects as the driver does. */
-async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbacks, next: () => Promise<ChunkedTransaction | undefined>): Promise<void> {
+async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbacks, next: () => Promise<ChunkedTransaction | undefined>, recycle: (buffers: ArrayBuffer[]) => void): Promise<void> {
   const thread = materializeThreads.start();
   c.thread = thread;
   thread.hold();
@@ -96,6 +96,8 @@ async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbac
       thread.onMessage((m) => {
         if (m.t === 'log') {
           c.hooks.onLog?.(m.event);
+        } else if (m.t === 'recycle') {
+          recycle(m.buffers);
         } else if (m.t === 'end') {
           if (m.error === undefined) resolve();
           else reject(rebuildError(m.error));
@@ -309,7 +311,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
         const schema = (spec.bindings ?? [])[i]!.collection;
         return { ...(b.lastWriteWins ? {} : { reduceSchema: schema.readSchema ?? schema.writeSchema ?? true }), ...(b.window ? { window: b.window } : {}) };
       }),
-    }, callbacks, readTransaction);
+    }, callbacks, readTransaction, (buffers) => store.recycle(buffers));
     return;
   }
   await runMaterializeDriver({

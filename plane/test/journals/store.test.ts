@@ -189,3 +189,26 @@ test('documents live in one file per journal; bytes a crashed commit left past t
   assert.equal(statSync(file).size, head + 10 + 10);
   assert.deepEqual(b.read('c/pivot=00', head, 10).map((d) => d.json), ['{"old":1}', '{"new":2}']);
 });
+
+test('readLines fills buffers handed back with recycle() again, with the right bytes', (t) => {
+  const store = JournalStore.open(tempDir(t));
+  t.after(() => store.close());
+  store.commit((tx) => { for (let i = 0; i < 3000; i++) tx.append('c/pivot=00', 'c', {}, `{"i":${i},"s":"${'y'.repeat(i % 50)}"}`); });
+  const expected = store.read('c/pivot=00', 0, 10_000).map((d) => `${d.json}\n`);
+  const first = store.readLines('c/pivot=00', 0, 2000);
+  assert.equal(first.data.toString('utf8'), expected.slice(0, 2000).join(''));
+  const buffer = first.data.buffer as ArrayBuffer;
+  store.recycle([buffer]);
+  // A smaller read goes into the recycled buffer (a view of its start), with exactly its own bytes.
+  const second = store.readLines('c/pivot=00', first.end, 500);
+  assert.equal(second.data.buffer, buffer, 'the recycled buffer was filled again');
+  assert.equal(second.data.byteLength, second.end - first.end);
+  assert.equal(second.data.toString('utf8'), expected.slice(2000, 2500).join(''));
+  // A read larger than every spare gets fresh memory; a detached buffer is never kept.
+  const moved = structuredClone(second.data.buffer, { transfer: [second.data.buffer as ArrayBuffer] });
+  store.recycle([second.data.buffer as ArrayBuffer]);
+  const third = store.readLines('c/pivot=00', 0, 3000);
+  assert.notEqual(third.data.buffer, buffer);
+  assert.equal(third.data.toString('utf8'), expected.join(''));
+  assert.ok(moved.byteLength > 0);
+});
