@@ -225,39 +225,36 @@ describe('serveMaterialize: transactions', () => {
   });
 });
 
+/** The test connector, with every store it is given pushed to `seen` on its way to its transactor. */
+function recordingStores(seen: DecodedStore[]): ReturnType<typeof createTestMaterialize> {
+  const connector = createTestMaterialize();
+  const base = connector.open.bind(connector);
+  connector.open = async (ctx) => {
+    const opened = await base(ctx);
+    const store = opened.transactor.store.bind(opened.transactor);
+    opened.transactor.store = async (stores) => store((async function* () {
+      for await (const s of stores) { seen.push(s); yield s; }
+    })());
+    return opened;
+  };
+  return connector;
+}
+
 describe('serveMaterialize: store documents', () => {
-  it('a store carries its document parsed and as the exact JSON text it was sent with', async () => {
+  it('a store carries its document parsed (integers exact) and as the exact JSON text it was sent with', async () => {
     const seen: DecodedStore[] = [];
-    const connector = createTestMaterialize();
-    const base = connector.open.bind(connector);
-    connector.open = async (ctx) => {
-      const opened = await base(ctx);
-      const store = opened.transactor.store.bind(opened.transactor);
-      opened.transactor.store = async (stores) => store((async function* () {
-        for await (const s of stores) { seen.push(s); yield s; }
-      })());
-      return opened;
-    };
+    const connector = recordingStores(seen);
     const line = `{"store":{"keyPacked":"${packTupleBase64([1])}","doc":{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }}}`;
     const { error } = await serve(serveMaterialize, connector, [open(), { acknowledge: {} }, { flush: {} }, line, { startCommit: {} }, { acknowledge: {} }]);
     assert.equal(error, undefined);
     assert.equal(seen.length, 1);
-    assert.deepEqual(seen[0]!.doc, { id: 1, big: Number("12345678901234567890"), s: 'é' });
+    assert.deepEqual(seen[0]!.doc, { id: 1, big: 12345678901234567890n, s: 'é' }, 'integers beyond 2^53 exact');
     assert.equal(seen[0]!.docJson, '{ "id" : 1, "big": 12345678901234567890, "s": "\\u00e9" }');
   });
 
   it('documents checked but not parsed, nested deeper (parsed), and malformed (the line\'s error) alike', async () => {
     const seen: DecodedStore[] = [];
-    const connector = createTestMaterialize();
-    const base = connector.open.bind(connector);
-    connector.open = async (ctx) => {
-      const opened = await base(ctx);
-      const store = opened.transactor.store.bind(opened.transactor);
-      opened.transactor.store = async (stores) => store((async function* () {
-        for await (const s of stores) { seen.push(s); yield s; }
-      })());
-      return opened;
-    };
+    const connector = recordingStores(seen);
     const key = (n: number) => packTupleBase64([n]);
     const shallow = '{"id":1,"_meta":{"uuid":"x","tags":["a","b"]},"exists":false}';
     const deep = '{"id":2,"a":{"b":{"c":{"d":[1]}}}}';

@@ -1,5 +1,6 @@
 // The SQL transactor: loads batched into one join per flush; stores batched into one database transaction
 // that also writes the runtime checkpoint under the fence (exactly once).
+import { parseDocument } from '@sluice/runtime';
 import type { DecodedLoad, DecodedStore, JsonObject, RuntimeCheckpoint, Transactor } from '@sluice/runtime';
 import type { BulkTarget, Connection, PreparedStatement, SqlParam } from './client.ts';
 import type { Dialect } from './dialect.ts';
@@ -87,7 +88,8 @@ export class SqlTransactor implements Transactor {
   #parseLoaded(row: Record<string, unknown>): { binding: number; doc: JsonObject } {
     const binding = Number(row.binding);
     const text = row.doc;
-    const doc = JSON.parse(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8')) as JsonObject;
+    // Exact: an integer beyond ±2^53 in the stored document comes back as the same digits (a bigint).
+    const doc = parseDocument(typeof text === 'string' ? text : Buffer.from(text as Uint8Array).toString('utf8')) as JsonObject;
     const strip = this.#stripNulls.get(binding);
     if (strip !== undefined) for (const f of strip) if (doc[f] === null) delete doc[f];
     return { binding, doc };

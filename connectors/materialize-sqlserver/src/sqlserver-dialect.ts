@@ -218,7 +218,8 @@ export function createSqlServerDialect(options: SqlServerDialectOptions): SqlSer
     const field = input.field;
     const cfg = input.fieldConfig;
     if (typeof cfg.DDL === 'string' && cfg.DDL.trim() !== '') return userDdlType(cfg.DDL.trim(), input);
-    if (input.role === 'document') return { ddl: TEXT, toParam: jsonText };
+    // The document as the runtime sent it (exact digits, no re-serialisation); jsonText when only the object is at hand.
+    if (input.role === 'document') return { ddl: TEXT, toParam: jsonText, fromJsonText: (json) => json };
     if (cfg.castToString === true) return { ...sizedText(input, isKey), toParam: toText };
 
     switch (input.flatType) {

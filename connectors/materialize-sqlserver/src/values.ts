@@ -2,6 +2,7 @@
 // Dates and times travel as canonical strings (SqlParam has no date type); the client turns them into the
 // driver's Date + nanosecondDelta form when it binds them, using parseDateTime2 / parseTime here.
 import { SqlError } from '@sluice/materialize-sql';
+import { stringifyDocument } from '@sluice/runtime';
 import type { JsonValue, TupleValue } from '@sluice/runtime';
 
 const INT64_MIN = -(2n ** 63n);
@@ -17,7 +18,8 @@ export function jsonText(value: InputValue): string | null {
   if (typeof value === 'object' && !Array.isArray(value) && 'uuid' in value && value.uuid instanceof Uint8Array) {
     return JSON.stringify(uuidText(value.uuid));
   }
-  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  // A bigint inside an object or array is written as its digits (a JSON number), not as a string.
+  return stringifyDocument(value as JsonValue);
 }
 
 function uuidText(b: Uint8Array): string {

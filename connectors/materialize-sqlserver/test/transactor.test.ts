@@ -133,6 +133,18 @@ describe('SQL Server transactor (fake client)', () => {
     assert.equal(kv.rows![0]![kv.columns!.indexOf('string')], 'updated');
   });
 
+  it('the document column takes the document as its JSON text came (integers beyond 2^53 exact), the object only without it', async () => {
+    const storeConn = new FakeConnection();
+    const t = transactor(new FakeConnection(), storeConn, true);
+    const docJson = '{"id":1,"big":123456789012345678901234567890,"i64":9007199254740993}';
+    await t.store(iter([
+      store(0, [1, true, new Uint8Array([9])], kvValues(), { docJson, doc: JSON.parse(docJson) as JsonObject }),
+      store(0, [2, true, new Uint8Array([9])], kvValues(), { doc: { id: 2, big: 2n ** 64n } as unknown as JsonObject }),
+    ]));
+    const kv = storeConn.calls.find((c) => c.target === '#flow_temp_store_0')!;
+    assert.deepEqual(kv.rows!.map((r) => r.at(-2)), [docJson, '{"id":2,"big":18446744073709551616}']);
+  });
+
   it('interleaved bindings in one transaction: one bulk load per temp table, MERGE / INSERT…SELECT per binding, one commit', async () => {
     const storeConn = new FakeConnection();
     const t = transactor(new FakeConnection(), storeConn, true);

@@ -2,6 +2,7 @@
 // Per transaction: acknowledge → acknowledged, load…, flush → loaded… flushed, store…,
 // startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
 import { ProtocolError } from '../errors.ts';
+import { parseDocument } from '../protocol/documents.ts';
 import { type Envelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import type { ScanOptions } from '../protocol/envelope-scan.ts';
 import type { SpecResponse } from '../protocol/capture.ts';
@@ -129,7 +130,7 @@ class StoreWithDocText implements DecodedStore {
 
   /** The text was checked to be one JSON object (json-check.ts), so this parse cannot fail. */
   get doc(): JsonObject {
-    return (this.#doc ??= JSON.parse(this.docJson) as JsonObject);
+    return (this.#doc ??= parseDocument(this.docJson) as JsonObject);
   }
 }
 

@@ -2,6 +2,8 @@
 // that coalesces document lines and honours the stream's backpressure (a blocked writer resolves on drain).
 import type { Writable } from 'node:stream';
 import { ProtocolError } from '../errors.ts';
+import { stringifyDocument } from './documents.ts';
+import type { JsonValue } from './specs.ts';
 
 const RESOLVED: Promise<void> = Promise.resolve();
 
@@ -42,13 +44,13 @@ export class MessageWriter {
 
   /** Serialises one message as a JSON line and writes it now (after any buffered documents). */
   write(message: object): Promise<void> {
-    return this.writeLine(JSON.stringify(message) + '\n');
+    return this.writeLine(stringifyDocument(message as JsonValue) + '\n');
   }
 
   /** Serialises a document message (`captured`, `loaded`) into the coalescing buffer. */
   writeDocument(message: object): Promise<void> {
     if (this.failure) return Promise.reject(this.failure);
-    this.buffer += JSON.stringify(message) + '\n';
+    this.buffer += stringifyDocument(message as JsonValue) + '\n';
     if (this.buffer.length >= DOCUMENT_BUFFER_CHARS) return this.writeLine('');
     if (!this.flushScheduled) {
       this.flushScheduled = true;

@@ -31,12 +31,17 @@ export class ConnectorProcess {
 
   /** The next response line; throws if the process ended first. */
   async read(): Promise<JsonObject> {
+    return JSON.parse(await this.readText()) as JsonObject;
+  }
+
+  /** The next response line as its text (JSON.parse would round integers beyond 2^53). */
+  async readText(): Promise<string> {
     const r = await this.#lines.next();
     if (r.done === true) {
       const code = await this.exited;
       throw new Error(`connector exited (${code}) before responding; stderr:\n${this.stderr}`);
     }
-    return JSON.parse(r.value) as JsonObject;
+    return r.value;
   }
 
   async expect(variant: string): Promise<JsonObject> {
