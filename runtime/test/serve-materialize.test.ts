@@ -225,15 +225,16 @@ describe('serveMaterialize: transactions', () => {
   });
 });
 
-/** The test connector, with every store it is given pushed to `seen` on its way to its transactor. */
-function recordingStores(seen: DecodedStore[]): ReturnType<typeof createTestMaterialize> {
+/** The test connector, with every store it is given shown to `see` on its way to its transactor. */
+function recordingStores(see: DecodedStore[] | ((s: DecodedStore) => void)): ReturnType<typeof createTestMaterialize> {
+  const record = typeof see === 'function' ? see : (s: DecodedStore) => { see.push(s); };
   const connector = createTestMaterialize();
   const base = connector.open.bind(connector);
   connector.open = async (ctx) => {
     const opened = await base(ctx);
     const store = opened.transactor.store.bind(opened.transactor);
     opened.transactor.store = async (stores) => store((async function* () {
-      for await (const s of stores) { seen.push(s); yield s; }
+      for await (const s of stores) { record(s); yield s; }
     })());
     return opened;
   };
@@ -277,16 +278,7 @@ describe('serveMaterialize: store documents', () => {
 describe('serveMaterialize: long runs of requests already read', () => {
   it('every request of a chunk is taken, in order, across the event-loop turns between them', async () => {
     const seen: number[] = [];
-    const connector = createTestMaterialize();
-    const base = connector.open.bind(connector);
-    connector.open = async (ctx) => {
-      const opened = await base(ctx);
-      const store = opened.transactor.store.bind(opened.transactor);
-      opened.transactor.store = async (stores) => store((async function* () {
-        for await (const s of stores) { seen.push(s.key[0] as number); yield s; }
-      })());
-      return opened;
-    };
+    const connector = recordingStores((s) => { seen.push(s.key[0] as number); });
     const line = (r: object) => `${JSON.stringify(r)}\n`;
     const storeOf = (id: number) => line({ store: { keyPacked: packTupleBase64([id]), valuesPacked: packTupleBase64([`n${id}`]), doc: { id, name: `n${id}` } } });
     // 1000 stores in one chunk (several turns' worth), then 1000 split over small chunks.

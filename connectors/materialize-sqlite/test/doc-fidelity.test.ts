@@ -35,10 +35,7 @@ test('a document with integers beyond 2^53 is stored and loaded back with the sa
   p.send({ flush: {} });
   await p.expect('flushed');
   p.child.stdin.write(`{"store":{"keyPacked":"${packTupleBase64([7])}","valuesPacked":"${packTupleBase64(values)}","doc":${doc}}}\n`);
-  p.send({ startCommit: { runtimeCheckpoint: { sources: {} } } });
-  await p.expect('startedCommit');
-  p.send({ acknowledge: {} });
-  await p.expect('acknowledged');
+  await p.commitAndAcknowledge({ sources: {} });
   // The next transaction loads the key: the document comes back with every digit.
   p.child.stdin.write(`{"load":{"keyPacked":"${packTupleBase64([7])}"}}\n`);
   p.send({ flush: {} });
@@ -48,10 +45,7 @@ test('a document with integers beyond 2^53 is stored and loaded back with the sa
     assert.ok(loaded.includes(digits), `loaded document keeps ${digits}: ${loaded}`);
   }
   await p.expect('flushed');
-  p.send({ startCommit: { runtimeCheckpoint: { sources: {} } } });
-  await p.expect('startedCommit');
-  p.send({ acknowledge: {} });
-  await p.expect('acknowledged');
+  await p.commitAndAcknowledge({ sources: {} });
   assert.equal(await p.end(), 0, p.stderr);
 
   const db = new DatabaseSync(path, { readOnly: true });

@@ -94,10 +94,7 @@ test('an orphaned connector exits mid-transaction and releases the database for 
   p.send({ flush: {} });
   await p.expect('flushed');
   p.send(store(3) as unknown as JsonObject);
-  p.send({ startCommit: { runtimeCheckpoint: checkpointOf(1) } });
-  await p.expect('startedCommit');
-  p.send({ acknowledge: {} });
-  await p.expect('acknowledged');
+  await p.commitAndAcknowledge(checkpointOf(1));
   assert.equal(await p.end(), 0, p.stderr);
   const db = new DatabaseSync(path, { readOnly: true });
   try {

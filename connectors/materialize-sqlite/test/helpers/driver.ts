@@ -50,6 +50,14 @@ export class ConnectorProcess {
     return msg[variant] as JsonObject;
   }
 
+  /** startCommit → startedCommit, then acknowledge → acknowledged: one transaction's end, as the runtime drives it. */
+  async commitAndAcknowledge(runtimeCheckpoint: JsonObject): Promise<void> {
+    this.send({ startCommit: { runtimeCheckpoint } });
+    await this.expect('startedCommit');
+    this.send({ acknowledge: {} });
+    await this.expect('acknowledged');
+  }
+
   /** Close stdin and wait for exit. */
   async end(): Promise<number | null> {
     this.child.stdin.end();
