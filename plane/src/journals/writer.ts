@@ -119,12 +119,13 @@ export class CollectionWriter {
     const exact = this.#partitions.length > 0 && hasLongDigits(text) ? parseDocument(text) : doc;
     const labels = this.#labels(exact);
     // A UUID is hex digits and dashes: quoted as is.
-    const uuid = `"${this.#uuids.next()}"`;
+    const id = this.#uuids.next();
+    const uuid = `"${id}"`;
     const journal = this.#partitions.length === 0 ? (this.#unpartitioned ??= journalName(this.collection.name, labels)) : journalName(this.collection.name, labels);
     const splice = this.#uuidSplice === undefined ? undefined : spliceMemberAt(text, doc, this.#uuidSplice[0], this.#uuidSplice[1], uuid);
     if (splice !== undefined) return { journal, labels, text, at: splice.at, insert: splice.insert };
     const stamped = structuredClone(hasLongDigits(text) ? parseDocument(text) : doc) as JsonObject;
-    setPointer(stamped, this.#uuidPtr, JSON.parse(uuid) as string);
+    setPointer(stamped, this.#uuidPtr, id);
     return { journal, labels, text: stringifyDocument(stamped), at: -1, insert: '' };
   }
 
