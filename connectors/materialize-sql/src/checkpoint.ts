@@ -6,7 +6,8 @@
 // runtime then starts from the beginning instead of its recovery log, exactly as with upstream's rows.
 // Rows written by earlier Sluice versions hold the checkpoint as JSON text (they start with `{`) and are read
 // as they are; an empty text (Sluice's earlier fresh row) means "nothing committed yet", as it always did.
-import protobuf from 'protobufjs';
+import { createRequire } from 'node:module';
+import type * as Protobuf from 'protobufjs';
 import type { JsonObject, JsonValue, RuntimeCheckpoint } from '@sluice/runtime';
 import { SqlError } from './errors.ts';
 
@@ -33,9 +34,12 @@ message Checkpoint {
 }
 `;
 
-let checkpointType: protobuf.Type | undefined;
-function type(): protobuf.Type {
+let checkpointType: Protobuf.Type | undefined;
+function type(): Protobuf.Type {
   if (checkpointType !== undefined) return checkpointType;
+  // protobufjs (45 CommonJS modules, ~25 ms) loads on the first checkpoint encoded or decoded, not with the
+  // connector: its spec, validate and apply never need it (issue 16, the pipeline's start-up).
+  const protobuf = createRequire(import.meta.url)('protobufjs') as typeof Protobuf;
   // 64-bit fields must not pass through JS numbers: protobufjs keeps them exact only with long.js loaded.
   if (protobuf.util.Long === undefined || protobuf.util.Long === null) throw new SqlError('protobufjs was loaded without long.js; 64-bit checkpoint offsets would lose precision');
   checkpointType = protobuf.parse(CHECKPOINT_PROTO, { keepCase: false }).root.lookupType('consumer.Checkpoint');

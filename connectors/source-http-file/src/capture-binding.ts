@@ -16,7 +16,7 @@ import { minorGcBudget } from './gc.ts';
 import { framedBatches, LineSink } from './lines.ts';
 import { parseInWorker, releasePrestartedThread, useWorker } from './parallel.ts';
 import type { ParsedBatch } from './parallel.ts';
-import { captureParquet, checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-capture.ts';
+import { checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-detect.ts';
 import { redactUrl, urlWithoutQuery } from './redact-url.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
 import { fileDonePatch, formatTime, horizonOf, midFilePatch, patchChanges, readState, skipReason, sweepDonePatch } from './state.ts';
@@ -85,6 +85,8 @@ export async function* captureBinding(ctx: CaptureOpenContext<EndpointConfig, Re
     if (decorator) throw new ConfigError('parser.addRecordOffset and parser.addValues are not supported for Parquet files: remove them (documents get _meta.file and _meta.offset)');
     const m = metaOf(config, head);
     checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
+    // Loaded for a Parquet file only (parquet-detect.ts).
+    const { captureParquet } = await import('./parquet-capture.ts');
     const total = yield* captureParquet({
       client, head, body, log, config, file: name, shown: redactUrl(config.url), binding: binding.index, every, resumeFrom, resumeAt: resumeFrom > 0 ? prev.parquet : null,
       progress: (records, at) => midFile(records, { parquet: at }),

@@ -12,7 +12,7 @@ import { ConfigError } from './errors.ts';
 import { metaOf, recommendedName } from './file-names.ts';
 import type { FileInfo } from './http-response.ts';
 import { peekBody } from './http.ts';
-import { discoverParquet, checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-capture.ts';
+import { checkParquetCompression, hasParquetMagic, parquetBy } from './parquet-detect.ts';
 import { redactUrl } from './redact-url.ts';
 import { configSchema, resourceSchema } from './schema.ts';
 import type { EndpointConfig, ResourceConfig } from './schema.ts';
@@ -100,7 +100,7 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
         if (isCustomDecoration(config.parser)) throw new ConfigError('parser.addRecordOffset and parser.addValues are not supported for Parquet files: remove them (documents get _meta.file and _meta.offset)');
         const m = metaOf(config, head);
         checkParquetCompression(config, [m.filename, ...m.altNames], head.contentEncoding);
-        return binding(await discoverParquet({ client, head, body, log: ctx.log, shown: redactUrl(config.url) }));
+        return binding(await (await import('./parquet-capture.ts')).discoverParquet({ client, head, body, log: ctx.log, shown: redactUrl(config.url) }));
       };
       const headMeta = metaOf(config, head);
       if (parquetBy(config, [headMeta.filename, ...headMeta.altNames], head.contentType) !== null) return parquetFile(null);

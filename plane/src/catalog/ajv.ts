@@ -4,6 +4,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { ErrorObject, Options, ValidateFunction } from 'ajv/dist/2020.js';
 import * as formats from 'ajv-formats';
 import type { JsonSchema, JsonValue } from '@sluice/runtime';
+import { schemaDefects } from './schema-checks.ts';
 
 type FormatsPlugin = (ajv: Ajv2020) => Ajv2020;
 const addFormats: FormatsPlugin = ((formats as unknown as { default?: FormatsPlugin }).default ?? (formats as unknown as FormatsPlugin));
@@ -27,8 +28,13 @@ export type { ErrorObject, ValidateFunction };
  * valid document, else a one-line description of the first problems (location and reason).
  */
 export function compileDocumentSchema(schema: JsonSchema): (doc: JsonValue) => string | null {
+  // The meta-schema check is schemaDefects' (one shared instance, memoised by text: the loader has already run
+  // it on every collection schema), not this instance's: ajv would compile the 2020-12 meta-schema again for
+  // each new instance (~75 ms of the plane's start-up, issue 16).
+  const defects = schemaDefects(schema);
+  if (defects.length > 0) throw new Error(`schema is invalid: ${defects.map((d) => `${d.at || '/'} ${d.message}`).join('; ')}`);
   // Unknown formats are annotations (as in Flow), not errors; keep them out of the logs.
-  const ajv = createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false });
+  const ajv = createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false, validateSchema: false });
   const validate = ajv.compile(schema as object | boolean);
   return (doc) => {
     if (validate(doc)) return null;

@@ -11,8 +11,9 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import jsYaml from 'js-yaml';
 import { parsePointer } from '@sluice/runtime';
-import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument } from 'yaml';
-import type { Document, Node as YamlNode } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { Document, LineCounter, Node as YamlNode } from 'yaml';
 import type { JsonValue } from '@sluice/runtime';
 import { CatalogError } from './errors.ts';
 
@@ -55,6 +56,11 @@ const CORE_SCHEMA = jsYaml.FAILSAFE_SCHEMA.extend({
     }),
   ],
 });
+
+// `yaml` (72 CommonJS modules, ~50 ms of every plane start) loads only when a position is asked for or the text
+// may hold aliases: a catalog that js-yaml parses never needs it.
+let yamlModule: typeof Yaml | undefined;
+const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml);
 
 /** Text that may contain a YAML alias (`*name`) or anchor: parsed by `yaml`, which bounds alias expansion. */
 const MAY_ALIAS = /(^|[\s,[{:-])[*&][^\s,\]}]/m;
@@ -119,6 +125,7 @@ export class SourceFile {
     let node: unknown = this.#doc.contents;
     let keyNode: unknown = null;
     for (const seg of segments) {
+      const { isMap, isPair, isScalar, isSeq } = yaml();
       if (isMap(node)) {
         const pair = node.items.find((p) => isPair(p) && (isScalar(p.key) ? String(p.key.value) : String(p.key)) === seg);
         if (!pair) break;
@@ -141,6 +148,7 @@ export class SourceFile {
 }
 
 function positioned(text: string): { doc: Document; lines: LineCounter } {
+  const { LineCounter, parseDocument } = yaml();
   const lines = new LineCounter();
   // JSON is YAML 1.2, so one parser serves both and gives positions for both.
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });

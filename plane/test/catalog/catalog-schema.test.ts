@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { test } from 'node:test';
 import type { JsonObject, JsonValue } from '@sluice/runtime';
+import { createAjv } from '../../src/catalog/ajv.ts';
 import { catalogSchema, NAME_PATTERN } from '../../src/catalog/catalog-schema.ts';
 import type { CaptureFile, CatalogFile, CollectionFile, MaterializationFile, TestFile } from '../../src/catalog/catalog-schema.ts';
 import type { FieldsDef, OnIncompatibleSchemaChange, PartitionSelectorDef } from '../../src/catalog/types.ts';
@@ -15,6 +16,14 @@ test('schemas/catalog.schema.json is generated from src/catalog/catalog-schema.t
   const text = `${JSON.stringify(catalogSchema, null, 2)}\n`;
   if (process.env['UPDATE_SNAPSHOTS'] === '1') writeFileSync(FILE, text);
   assert.equal(readFileSync(FILE, 'utf8'), text, `${FILE} drifted from the code: run UPDATE_SNAPSHOTS=1 node --test ${import.meta.filename}`);
+});
+
+// The loader compiles the catalog schema without ajv's meta-schema check (catalog-file.ts: it cost ~75 ms of
+// every start), so this is where a schema edit that breaks JSON Schema 2020-12 is caught.
+test('the catalog schema is valid JSON Schema 2020-12 (checked here, not at every start)', () => {
+  const meta = createAjv({ strict: false });
+  assert.ok(meta.validateSchema(catalogSchema as object), `catalog schema: ${meta.errorsText(meta.errors)}`);
+  assert.ok(!meta.validateSchema({ type: 'object', properties: 3 }), 'the meta-schema check itself must refuse a broken schema');
 });
 
 test('catalog names: the schema pattern refuses path traversal', () => {
