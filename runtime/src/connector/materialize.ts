@@ -5,6 +5,8 @@ import { ProtocolError } from '../errors.ts';
 import { parseDocument } from '../protocol/documents.ts';
 import { type Envelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import type { ScanOptions } from '../protocol/envelope-scan.ts';
+import { isJsonObjectText } from '../protocol/json-check.ts';
+import type { Line } from '../protocol/line-reader.ts';
 import type { SpecResponse } from '../protocol/capture.ts';
 import type {
   LoadRequest, MaterializeApplyRequest, MaterializeOpenRequest, MaterializeOpenedResponse, MaterializeValidateRequest,
@@ -132,6 +134,86 @@ class StoreWithDocText implements DecodedStore {
   get doc(): JsonObject {
     return (this.#doc ??= parseDocument(this.docJson) as JsonObject);
   }
+}
+
+/** A request line the session decoded itself (see fastRequest): its store or load, ready for the transactor. */
+interface DecodedRequest extends Envelope {
+  store?: DecodedStore;
+  load?: DecodedLoad;
+}
+
+const EMPTY_BODY: JsonObject = Object.freeze({}) as JsonObject;
+// Base64 (and base64url, which the decoder accepts too) characters only: no `"`, `\\` or control character, so a
+// JSON string of them is its own text.
+const B64 = '[A-Za-z0-9+/=_-]';
+const BINDING = '(?:"binding":(0|[1-9][0-9]{0,8}),)?';
+const STORE_HEAD = new RegExp(`\\{"store":\\{${BINDING}"keyPacked":"(${B64}+)","valuesPacked":"(${B64}*)","doc":`, 'y');
+const LOAD_LINE = new RegExp(`^\\{"load":\\{${BINDING}"keyPacked":"(${B64}+)"\\}\\}$`);
+
+/** A packed tuple that decodes cleanly, or undefined: the usual parse then reports what is wrong with it. */
+function tupleOrUndefined(packed: string): TupleValue[] | undefined {
+  if (packed === '') return [];
+  try {
+    return unpackTupleBase64(packed);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The session's fast path for store and load lines (RequestReader.fast), as the plane (and Flow's runtime) writes
+ * them: `{"store":{["binding":N,]"keyPacked":"…","valuesPacked":"…","doc":{…}[,"exists":B][,"delete":B]}}` and
+ * `{"load":{["binding":N,]"keyPacked":"…"}}`, members in that order, no whitespace. The request is decoded
+ * straight from the line: no envelope body, no JSON.parse, one grammar check of `doc` (json-check.ts). Why the
+ * answer is the envelope parse's: the base64 strings decode cleanly only when every character is in the base64
+ * alphabet (unpackTupleBase64 checks the decoded length), so they hold no `"`, `\` or control character and the
+ * JSON string's value is its text; `doc` is checked to be exactly one JSON object; the literals around it are
+ * matched exactly. Anything else (another order, whitespace, `key`/`values` as JSON, a deeper `doc`, a tuple
+ * that does not decode, a binding out of range) returns undefined: the usual parse runs and reports its errors.
+ */
+export function fastRequest(line: Line, bindingCount: number): DecodedRequest | undefined {
+  const text = line.text;
+  const c = text.charCodeAt(2);
+  if (c === 0x73 /* s */) {
+    STORE_HEAD.lastIndex = 0;
+    const m = STORE_HEAD.exec(text);
+    if (m === null) return undefined;
+    const binding = m[1] === undefined ? 0 : Number(m[1]);
+    if (binding >= bindingCount) return undefined;
+    // The members after `doc`, from the end: `}}`, then at most `,"delete":B` and before it `,"exists":B`.
+    let end = text.length - 2;
+    if (!text.startsWith('}}', end)) return undefined;
+    let del = false;
+    let exists = false;
+    if (text.endsWith(',"delete":true', end)) {
+      del = true;
+      end -= 14;
+    } else if (text.endsWith(',"delete":false', end)) end -= 15;
+    if (text.endsWith(',"exists":true', end)) {
+      exists = true;
+      end -= 14;
+    } else if (text.endsWith(',"exists":false', end)) end -= 15;
+    // `{` first and `}` last (the check allows whitespace around the object; the usual path's raw text has none).
+    if (text.charCodeAt(STORE_HEAD.lastIndex) !== 0x7b || text.charCodeAt(end - 1) !== 0x7d) return undefined;
+    const docJson = text.slice(STORE_HEAD.lastIndex, end);
+    if (!isJsonObjectText(docJson)) return undefined;
+    const keyPacked = m[2]!;
+    const key = tupleOrUndefined(keyPacked);
+    const values = tupleOrUndefined(m[3]!);
+    if (key === undefined || values === undefined) return undefined;
+    return { variant: 'store', body: EMPTY_BODY, line: line.line, store: new StoreWithDocText(binding, key, values, keyPacked, exists, del, docJson) };
+  }
+  if (c === 0x6c /* l */) {
+    const m = LOAD_LINE.exec(text);
+    if (m === null) return undefined;
+    const binding = m[1] === undefined ? 0 : Number(m[1]);
+    if (binding >= bindingCount) return undefined;
+    const keyPacked = m[2]!;
+    const key = tupleOrUndefined(keyPacked);
+    if (key === undefined) return undefined;
+    return { variant: 'load', body: EMPTY_BODY, line: line.line, load: { binding, key, keyPacked } };
+  }
+  return undefined;
 }
 
 /** The request scan of a materialize session: a store's `doc` is checked, not parsed (see StoreWithDocText). */
@@ -281,6 +363,7 @@ async function runSession<Config, Resource>(
     config, log: io.log, signal: io.controller.signal, materialization, bindings,
     range: req.range ?? {}, version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {},
   });
+  io.requests.fast = (line) => fastRequest(line, count);
   const failure = new Tripwire();
   let loads: AsyncQueue<DecodedLoad> | null = null;
   let stores: AsyncQueue<DecodedStore> | null = null;
@@ -337,7 +420,7 @@ async function runSession<Config, Resource>(
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'load') {
         if (phase === 'acknowledged') startLoads();
         phase = 'loading';
-        const pushed = loads!.push(decodeLoad(request, count));
+        const pushed = loads!.push((request as DecodedRequest).load ?? decodeLoad(request, count));
         if (loads!.isFull) await failure.must(pushed);
       } else if ((phase === 'acknowledged' || phase === 'loading') && v === 'flush') {
         if (phase === 'acknowledged') startLoads();
@@ -349,7 +432,7 @@ async function runSession<Config, Resource>(
         phase = 'storing';
       } else if (phase === 'storing' && v === 'store') {
         if (stores === null) startStores();
-        const pushed = stores!.push(decodeStore(request, count));
+        const pushed = stores!.push((request as DecodedRequest).store ?? decodeStore(request, count));
         if (stores!.isFull) await failure.must(pushed);
       } else if (phase === 'storing' && v === 'startCommit') {
         if (stores === null) startStores();

@@ -40,6 +40,12 @@ export class RequestReader {
   private closed = false;
   readonly variants: readonly string[];
   private readonly scan: ScanOptions | undefined;
+  /**
+   * A session's own fast path, tried on each line before the envelope parse: an envelope (with whatever the
+   * session decoded already), or undefined to parse the line as usual. It must never decide differently
+   * from the usual parse: lines it declines, or would reject, take the usual path (and its errors).
+   */
+  fast: ((line: Line) => Envelope | undefined) | undefined = undefined;
 
   constructor(source: ByteSource, variants: readonly string[], signal: AbortSignal, scan?: ScanOptions) {
     this.variants = variants;
@@ -52,7 +58,10 @@ export class RequestReader {
   /** A request already read, null at end of input, STOPPED, or undefined when a read is needed. */
   tryNext(): Envelope | null | Stopped | undefined {
     if (this.stop.tripped) return STOPPED;
-    if (this.index < this.lines.length) return parseEnvelope(this.lines[this.index++]!, this.variants, 'request', 'stdin', this.scan);
+    if (this.index < this.lines.length) {
+      const line = this.lines[this.index++]!;
+      return (this.fast !== undefined ? this.fast(line) : undefined) ?? parseEnvelope(line, this.variants, 'request', 'stdin', this.scan);
+    }
     if (this.eof || this.closed) return null;
     return undefined;
   }

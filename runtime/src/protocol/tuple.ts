@@ -1,6 +1,7 @@
 // FoundationDB tuple codec for keyPacked / valuesPacked (flow-protocol.md §3.6).
 // Flow packs the selected key fields (and value fields) of a materialization binding as one tuple;
 // object and array fields travel as bytes (code 0x01) holding their JSON text.
+import { isAscii } from 'node:buffer';
 import { ProtocolError } from '../errors.ts';
 
 /** A UUID element (type code 0x30), 16 bytes. */
@@ -479,13 +480,22 @@ type Latin1Slicer = Buffer & { latin1Slice?: (start: number, end: number) => str
 function unpackLatin1(bytes: Buffer, end: number): TupleValue[] | undefined {
   const b = bytes as Latin1Slicer;
   const bin = b.latin1Slice ? b.latin1Slice(0, end) : bytes.toString('latin1', 0, end);
+  // All bytes ASCII (one SIMD pass, typical of string keys and values): every string element is a substring
+  // of `bin` as it is, and none can hold an escaped NUL (0x00 0xFF): no per-character check below.
+  const allAscii = isAscii(bytes.subarray(0, end));
   const out: TupleValue[] = [];
   let pos = 0;
   while (pos < end) {
     const code = bin.charCodeAt(pos++);
     if (code === STRING) {
       const nul = bin.indexOf('\u0000', pos);
-      if (nul === -1 || (nul + 1 < end && bin.charCodeAt(nul + 1) === 0xff)) return undefined;
+      if (nul === -1) return undefined;
+      if (allAscii) {
+        out.push(bin.slice(pos, nul));
+        pos = nul + 1;
+        continue;
+      }
+      if (nul + 1 < end && bin.charCodeAt(nul + 1) === 0xff) return undefined;
       let ascii = true;
       for (let i = pos; i < nul; i++) {
         if (bin.charCodeAt(i) > 0x7f) {
