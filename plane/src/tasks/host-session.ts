@@ -38,6 +38,7 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
   return {
     send: (request) => proc.send(request as never),
     sendLine: (line) => proc.sendLine(line),
+    sendLines: (bytes, written) => proc.sendLines(bytes, written),
     async recv() {
       if (at < batch.length) return take();
       try {

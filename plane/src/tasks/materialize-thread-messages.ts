@@ -19,7 +19,7 @@ export interface ChunkedTransaction {
   checkpoint: RuntimeCheckpoint;
 }
 
-/** The source documents of a transaction's chunks, in order: one line each, decoded where it is used. */
+/** The source documents of a transaction's chunks, in order: one line each, as bytes (decoded only where parsed). */
 export function* sourceDocuments(chunks: JournalChunk[]): Generator<SourceDocument> {
   for (const c of chunks) {
     const data = Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength);
@@ -27,7 +27,7 @@ export function* sourceDocuments(chunks: JournalChunk[]): Generator<SourceDocume
     while (i < data.length) {
       const nl = data.indexOf(10, i);
       if (nl === -1) throw new Error(`a journal chunk of binding ${c.binding} does not end with a newline`);
-      yield { binding: c.binding, text: data.toString('utf8', i, nl), data, start: i, end: nl };
+      yield { binding: c.binding, data, start: i, end: nl };
       i = nl + 1;
     }
   }

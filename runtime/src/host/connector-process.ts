@@ -334,6 +334,17 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     });
   }
 
+  /**
+   * Writes already-serialised request lines given as UTF-8 bytes (each ending with `\n`), after the lines
+   * sendLine buffered; `written` is called once the pipe is done with the bytes (they may then be reused).
+   */
+  sendLines(bytes: Uint8Array, written: (err?: Error | null) => void): Promise<void> {
+    return this.writer.writeDocumentBytes(bytes, written).catch((err: unknown) => {
+      if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
+      throw new ProtocolError(`${this.name}: cannot write to the connector's stdin: ${(err as Error).message}`, { cause: err });
+    });
+  }
+
   /** Closes the connector's stdin (end of input). */
   endInput(): void {
     // Lines still in the coalescing buffer go first.

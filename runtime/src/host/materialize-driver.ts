@@ -21,9 +21,11 @@ import { FULL_RANGE, parseDocument, stringifyDocument } from '../protocol/docume
 import { pointerResolver } from '../protocol/json-pointer.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { createPacker, type Packer } from '../protocol/pack.ts';
+import { createBytePacker, type BytePacker } from '../protocol/pack-bytes.ts';
 import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec, RuntimeCheckpoint } from '../protocol/specs.ts';
 import { uuidTicks } from '../protocol/uuid.ts';
 import { DOC_TEXT } from './connector-process.ts';
+import { Arena, base64Into, base64Length, CombineTable, DELETION, LOADED, REDUCED } from './combine-table.ts';
 
 /** What a driver needs from a running connector. */
 export interface DriverSession<Req, Res> {
@@ -31,6 +33,12 @@ export interface DriverSession<Req, Res> {
   send(request: Req): Promise<void>;
   /** Writes one serialised request line (ending with `\n`), coalesced with its neighbours. */
   sendLine(line: string): Promise<void>;
+  /**
+   * Writes serialised request lines as UTF-8 bytes (each ending with `\n`), after any lines sendLine
+   * buffered. The bytes are the session's until `written` is called; then the caller may reuse them.
+   * Optional: without it the driver decodes its lines and calls sendLine.
+   */
+  sendLines?(bytes: Uint8Array, written: (err?: Error | null) => void): Promise<void>;
   /** The next response; undefined once the connector has exited cleanly. Rejects when it failed. */
   recv(): Promise<Res | undefined>;
   /**
@@ -48,10 +56,11 @@ export interface DriverSession<Req, Res> {
 /** One source document of a transaction: its binding and its JSON text (one line of a journal). */
 export interface SourceDocument {
   binding: number;
-  text: string;
+  /** The document's text; may be left out when `data` holds its bytes. */
+  text?: string;
   /**
-   * The UTF-8 bytes `text` was decoded from, data[start, end), when it came from bytes (the plane's journal
-   * chunks): an entry then keeps this range until its store instead of the string (see Entry).
+   * The document's UTF-8 bytes, data[start, end), when it came as bytes (the plane's journal chunks):
+   * they are packed from (pack-bytes.ts) and stored as they are, and decoded only for the parse path.
    */
   data?: Buffer;
   start?: number;
@@ -114,58 +123,78 @@ export interface MaterializeDriverOptions {
 /** A binding's max key when it is in the checkpoint but none was persisted: larger than any tuple (Flow: 0xff). */
 export const MAX_KEY_UNKNOWN = Buffer.from([0xff]);
 
-interface Entry {
-  keyPacked: string;
-  /**
-   * The combined document, for a binding that reduces; undefined for a last-write-wins binding, whose entry
-   * keeps only what its store needs (below): a parsed document held across the transaction's round trips
-   * outlives V8's young generation and costs a full collection later.
-   */
-  value: JsonValue | undefined;
-  /** The document's own text, while no reduction changed it (undefined when `src` holds its bytes). */
-  text: string | undefined;
-  /**
-   * Last-write-wins: the document's UTF-8 bytes src[start, end) (a journal chunk) and its packed values'
-   * bytes in the transaction's arena at [valuesAt, valuesEnd), taken at combine time, with whether it is a
-   * deletion. Bytes, not strings: a transaction's entries live until its stores are sent, and strings held
-   * that long were copied by every young-generation collection and promoted (the materialization thread's
-   * GC was its largest cost, issue 16).
-   */
-  src: Buffer | undefined;
-  start: number;
-  end: number;
-  valuesAt: number;
-  valuesEnd: number;
-  deletion?: boolean;
-  loaded: boolean;
-}
-
-/** Packed values of a transaction's entries, back to back in one buffer outside the JS heap (reused). */
-class ValuesArena {
+/** Store lines built as UTF-8 bytes, sent ~64 KiB at a time (no string per line to build, join and encode). */
+class LineOut {
   buf: Buffer;
   len = 0;
+  readonly #session: DriverSession<MaterializeRequest, MaterializeResponse>;
+  /** Buffers the pipe has written, for the next batches. */
+  readonly #spare: Buffer[] = [];
 
-  constructor(size: number) {
-    this.buf = Buffer.allocUnsafeSlow(size);
+  constructor(session: DriverSession<MaterializeRequest, MaterializeResponse>) {
+    this.#session = session;
+    this.buf = Buffer.allocUnsafeSlow(LINE_BATCH + 4096);
   }
 
-  /** Appends `bytes`; returns where they start. */
-  add(bytes: Uint8Array): number {
-    if (this.len + bytes.length > this.buf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(2 * this.buf.length, this.len + bytes.length));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
+  /** Makes room for n more bytes. */
+  ensure(n: number): void {
+    if (this.len + n <= this.buf.length) return;
+    const next = Buffer.allocUnsafeSlow(Math.max(2 * this.buf.length, this.len + n));
+    this.buf.copy(next, 0, 0, this.len);
+    this.buf = next;
+  }
+
+  ascii(text: string): void {
+    this.ensure(text.length);
+    const b = this.buf;
+    let at = this.len;
+    for (let i = 0; i < text.length; i++) b[at++] = text.charCodeAt(i);
+    this.len = at;
+  }
+
+  utf8(text: string): void {
+    this.ensure(3 * text.length);
+    this.len += this.buf.write(text, this.len, 'utf8');
+  }
+
+  bytes(src: Buffer, start: number, end: number): void {
+    this.ensure(end - start);
+    this.len += src.copy(this.buf, this.len, start, end);
+  }
+
+  base64(src: Uint8Array, start: number, end: number): void {
+    this.ensure(base64Length(end - start));
+    this.len = base64Into(src, start, end, this.buf, this.len);
+  }
+
+  /** Sends what was built, if any; resolves when the pipe has room again. */
+  flush(): Promise<void> {
+    if (this.len === 0) return Promise.resolve();
+    const s = this.#session;
+    if (s.sendLines === undefined) {
+      const line = this.buf.toString('utf8', 0, this.len);
+      this.len = 0;
+      return s.sendLine(line);
     }
-    const at = this.len;
-    this.buf.set(bytes, at);
-    this.len += bytes.length;
-    return at;
+    const sent = this.buf;
+    const bytes = sent.subarray(0, this.len);
+    const spare = this.#spare;
+    this.buf = spare.pop() ?? Buffer.allocUnsafeSlow(LINE_BATCH + 4096);
+    this.len = 0;
+    return s.sendLines(bytes, (err) => {
+      if (!err && spare.length < 4 && sent.length === LINE_BATCH + 4096) spare.push(sent);
+    });
   }
 }
+
+/** Store lines are handed to the connector's pipe in batches of about this many bytes. */
+const LINE_BATCH = 64 * 1024;
 
 interface Plan {
   index: number;
   packer: Packer;
+  /** Packs from the document's bytes: a last-write-wins binding without a window (else the document is parsed). */
+  bytes: BytePacker | undefined;
   delta: boolean;
   hasDocument: boolean;
   reduce: ReduceFn | undefined;
@@ -202,6 +231,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     return {
       index,
       packer: createPacker(b.collection, b.fieldSelection ?? {}),
+      bytes: extra.reduce === undefined && extra.window === undefined ? createBytePacker(b.collection, b.fieldSelection ?? {}) : undefined,
       delta: b.deltaUpdates === true,
       hasDocument: (b.fieldSelection?.document ?? '') !== '',
       reduce: extra.reduce,
@@ -242,26 +272,38 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
   /** A transaction combined by key: its entries per binding, stats, the keys above each max, and its load lines. */
   interface Combined {
     input: TransactionInput;
-    combined: Map<string, Entry>[];
+    /** Per binding, over one arena (keys and last-write-wins values). */
+    tables: CombineTable[];
+    /** The journal chunks its entries' document bytes are in (CombineTable.src indexes them). */
+    srcs: Buffer[];
     stats: TransactionStats;
-    nextMax: (Buffer | undefined)[];
+    /** Per binding: the entry with the largest key above the binding's max, or -1. */
+    nextMax: number[];
     /** Load lines not yet sent (combined before `acknowledge` went out), in order. */
     loads: string[];
-    /** The packed values of its last-write-wins entries. */
-    arena: ValuesArena;
   }
-  // Arenas of transactions whose stores were sent, for the next ones (fresh memory costs a page fault per
-  // 4 KiB on first touch; two transactions are in flight at most).
-  const arenas: ValuesArena[] = [];
+  // Tables (and their arena) of transactions whose stores were sent, for the next ones (fresh memory costs
+  // a page fault per 4 KiB on first touch; two transactions are in flight at most).
+  const spareTables: CombineTable[][] = [];
+  const out = new LineOut(session);
   // Combine by key (loads are sent as keys are first seen — the connector stages them — once `acknowledge`
   // has gone out; before that they are kept and sent after it).
   const combine = async (input: TransactionInput, sendLoads: boolean): Promise<Combined> => {
-    const combined = plans.map(() => new Map<string, Entry>());
+    let tables = spareTables.pop();
+    if (tables === undefined) {
+      const arena = new Arena(1024 * 1024);
+      tables = plans.map(() => new CombineTable(arena));
+    } else {
+      if (tables.length > 0) tables[0]!.arena.len = 0;
+      for (const t of tables) t.reset();
+    }
+    const arena = tables[0]?.arena;
+    const srcs: Buffer[] = [];
+    let lastData: Buffer | undefined;
+    let src = -1;
     const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
-    const nextMax: (Buffer | undefined)[] = plans.map(() => undefined);
+    const nextMax = plans.map(() => -1);
     const loads: string[] = [];
-    const arena = arenas.pop() ?? new ValuesArena(1024 * 1024);
-    arena.len = 0;
     let n = 0;
     for (const d of input.docs) {
       // Let the event loop run now and then: the previous transaction's stores may still be on their way
@@ -269,55 +311,84 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       if ((++n & 127) === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       const plan = plans[d.binding];
       if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${d.binding}, but the materialization has ${plans.length}`);
-      const value = parseDocument(d.text);
-      if (plan.window !== undefined && !inWindow(plan, value)) continue;
+      const table = tables[d.binding]!;
+      const data = d.data;
+      const start = d.start ?? 0;
+      const end = d.end ?? 0;
+      if (data !== undefined && data !== lastData) {
+        lastData = data;
+        src = srcs.length;
+        srcs.push(data);
+      }
+      const bp = plan.bytes;
+      let value: JsonValue | undefined;
+      let text: string | undefined;
+      let e: number;
+      let isNew = false;
+      if (bp !== undefined && data !== undefined && bp.pack(data, start, end)) {
+        // The fast path: key and values packed from the document's bytes.
+        e = table.find(bp.key.buf, bp.key.len);
+        if (e < 0) {
+          e = table.insert(bp.key.buf, bp.key.len);
+          isNew = true;
+        }
+        table.valuesAt[e] = arena!.add(bp.values.buf, 0, bp.values.len);
+        table.valuesEnd[e] = arena!.len;
+        table.flags[e] = (table.flags[e]! & ~DELETION) | (bp.deletion ? DELETION : 0);
+        table.src[e] = src;
+        table.start[e] = start;
+        table.end[e] = end;
+        table.texts[e] = undefined;
+      } else {
+        text = d.text ?? data?.toString('utf8', start, end);
+        if (text === undefined) throw new ProtocolError(`${name}: a source document of binding ${d.binding} has neither text nor bytes`);
+        value = parseDocument(text);
+        if (plan.window !== undefined && !inWindow(plan, value)) continue;
+        const k = plan.packer.keyView(value);
+        e = table.find(k, k.length);
+        if (e < 0) {
+          e = table.insert(k, k.length);
+          isNew = true;
+        }
+        if (plan.reduce === undefined) {
+          const packed = plan.packer.valuesView(value);
+          table.valuesAt[e] = arena!.add(packed, 0, packed.length);
+          table.valuesEnd[e] = arena!.len;
+          table.flags[e] = (table.flags[e]! & ~DELETION) | (isDeletion(value) ? DELETION : 0);
+          table.src[e] = data !== undefined ? src : -1;
+          table.start[e] = start;
+          table.end[e] = end;
+          table.texts[e] = data !== undefined ? undefined : text;
+        } else if (isNew) {
+          table.docs[e] = value;
+          table.src[e] = data !== undefined ? src : -1;
+          table.start[e] = start;
+          table.end[e] = end;
+          table.texts[e] = data !== undefined ? undefined : text;
+        } else {
+          table.docs[e] = plan.reduce(table.docs[e]!, value);
+          table.flags[e] = table.flags[e]! | REDUCED;
+          table.texts[e] = undefined;
+        }
+      }
       const s = stats.perBinding[d.binding]!;
       s.docsRead++;
-      s.bytesRead += d.text.length + 1;
-      const keyBytes = plan.packer.keyBytes(value);
-      const keyPacked = keyBytes.toString('base64');
-      const map = combined[d.binding]!;
-      const prev = map.get(keyPacked);
-      if (prev !== undefined) {
-        if (plan.reduce === undefined) {
-          prev.text = d.data === undefined ? d.text : undefined;
-          prev.src = d.data;
-          prev.start = d.start ?? 0;
-          prev.end = d.end ?? 0;
-          const packed = plan.packer.valuesView(value);
-          prev.valuesAt = arena.add(packed);
-          prev.valuesEnd = prev.valuesAt + packed.length;
-          prev.deletion = isDeletion(value);
-        } else {
-          prev.value = plan.reduce(prev.value!, value);
-          prev.text = undefined;
-        }
-        continue;
-      }
-      if (plan.reduce === undefined) {
-        const packed = plan.packer.valuesView(value);
-        const valuesAt = arena.add(packed);
-        map.set(keyPacked, {
-          keyPacked, value: undefined, text: d.data === undefined ? d.text : undefined, src: d.data, start: d.start ?? 0, end: d.end ?? 0,
-          valuesAt, valuesEnd: valuesAt + packed.length, deletion: isDeletion(value), loaded: false,
-        });
-      } else {
-        map.set(keyPacked, { keyPacked, value, text: d.text, src: undefined, start: 0, end: 0, valuesAt: -1, valuesEnd: -1, loaded: false });
-      }
+      s.bytesRead += (data !== undefined ? end - start : (text ?? '').length) + 1;
+      if (!isNew) continue;
       // Load optimization: a key above the largest ever stored cannot exist.
-      const max = maxKeys[d.binding]!;
       let load = !plan.delta;
-      if (Buffer.compare(keyBytes, max) > 0) {
-        const nm = nextMax[d.binding];
-        if (nm === undefined || Buffer.compare(keyBytes, nm) > 0) nextMax[d.binding] = keyBytes;
+      if (table.compareKey(e, maxKeys[d.binding]!) > 0) {
+        const nm = nextMax[d.binding]!;
+        if (nm < 0 || table.compareKeys(e, nm) > 0) nextMax[d.binding] = e;
         if (!disableLoadOptimization) load = false;
       }
       if (!load) continue;
-      const line = `{"load":{${plan.prefix}"keyPacked":"${keyPacked}"}}\n`;
+      const at = table.keyAt[e]!;
+      const line = `{"load":{${plan.prefix}"keyPacked":"${table.arena.buf.toString('base64', at, at + table.keyLen[e]!)}"}}\n`;
       if (sendLoads) await session.sendLine(line);
       else loads.push(line);
     }
-    return { input, combined, stats, nextMax, loads, arena };
+    return { input, tables, srcs, stats, nextMax, loads };
   };
   /** Sends the load lines a transaction combined before `acknowledge` went out. */
   const sendHeldLoads = async (t: Combined): Promise<void> => {
@@ -335,7 +406,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       await session.close();
       return;
     }
-    const { input, combined, stats, nextMax, arena } = txn;
+    const { input, tables, srcs, stats, nextMax } = txn;
 
     const acked = await expect('acknowledged');
     if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
@@ -349,15 +420,17 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         if (plan === undefined) throw new ProtocolError(`${name}: connector sent "loaded" for binding ${index}, which does not exist`);
         const text = (res.loaded as { [DOC_TEXT]?: string })[DOC_TEXT];
         const doc = text !== undefined ? parseDocument(text) : (res.loaded.doc as JsonValue);
-        const keyPacked = plan.packer.key(doc);
-        const entry = combined[index]!.get(keyPacked);
-        if (entry === undefined) throw new ProtocolError(`${name}: connector sent "loaded" for a key of binding ${index} that was not loaded`);
-        if (entry.loaded) throw new ProtocolError(`${name}: connector sent "loaded" twice for one key of binding ${index}`);
-        entry.loaded = true;
+        const k = plan.packer.keyView(doc);
+        const table = tables[index]!;
+        const e = table.find(k, k.length);
+        if (e < 0) throw new ProtocolError(`${name}: connector sent "loaded" for a key of binding ${index} that was not loaded`);
+        if ((table.flags[e]! & LOADED) !== 0) throw new ProtocolError(`${name}: connector sent "loaded" twice for one key of binding ${index}`);
+        table.flags[e] = table.flags[e]! | LOADED;
         stats.perBinding[index]!.loaded++;
         if (plan.reduce !== undefined) {
-          entry.value = plan.reduce(doc, entry.value!);
-          entry.text = undefined;
+          table.docs[e] = plan.reduce(doc, table.docs[e]!);
+          table.flags[e] = table.flags[e]! | REDUCED;
+          table.texts[e] = undefined;
         }
         continue;
       }
@@ -369,8 +442,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     }
     let moved = false;
     for (let i = 0; i < plans.length; i++) {
-      if (nextMax[i] === undefined) continue;
-      maxKeys[i] = nextMax[i]!;
+      if (nextMax[i]! < 0) continue;
+      maxKeys[i] = tables[i]!.keyBytes(nextMax[i]!);
       moved = true;
     }
     await o.onFlushed?.(flushedState, moved ? maxKeys : undefined);
@@ -383,18 +456,40 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     const startSent = (async () => {
       for (const plan of plans) {
         const s = stats.perBinding[plan.index]!;
-        for (const e of combined[plan.index]!.values()) {
-          const valuesPacked = e.valuesAt >= 0 ? arena.buf.toString('base64', e.valuesAt, e.valuesEnd) : plan.packer.values(e.value!);
-          let line = `{"store":{${plan.prefix}"keyPacked":"${e.keyPacked}","valuesPacked":"${valuesPacked}"`;
-          if (plan.hasDocument) line += `,"doc":${e.text ?? (e.src !== undefined ? e.src.toString('utf8', e.start, e.end) : stringifyDocument(e.value!))}`;
-          if (e.loaded) line += ',"exists":true';
-          if (e.deletion ?? isDeletion(e.value!)) line += ',"delete":true';
-          await session.sendLine(`${line}}}\n`);
+        const table = tables[plan.index]!;
+        const a = table.arena.buf;
+        const lww = plan.reduce === undefined;
+        const head = `{"store":{${plan.prefix}"keyPacked":"`;
+        for (let e = 0; e < table.count; e++) {
+          const flags = table.flags[e]!;
+          out.ascii(head);
+          const keyAt = table.keyAt[e]!;
+          out.base64(a, keyAt, keyAt + table.keyLen[e]!);
+          out.ascii('","valuesPacked":"');
+          if (lww) {
+            out.base64(a, table.valuesAt[e]!, table.valuesEnd[e]!);
+          } else {
+            const packed = plan.packer.valuesView(table.docs[e]!);
+            out.base64(packed, 0, packed.length);
+          }
+          out.ascii('"');
+          if (plan.hasDocument) {
+            out.ascii(',"doc":');
+            const text = table.texts[e];
+            if ((flags & REDUCED) === 0 && table.src[e]! >= 0) out.bytes(srcs[table.src[e]!]!, table.start[e]!, table.end[e]!);
+            else if ((flags & REDUCED) === 0 && text !== undefined) out.utf8(text);
+            else out.utf8(stringifyDocument(table.docs[e]!));
+          }
+          if ((flags & LOADED) !== 0) out.ascii(',"exists":true');
+          if (lww ? (flags & DELETION) !== 0 : isDeletion(table.docs[e]!)) out.ascii(',"delete":true');
+          out.ascii('}}\n');
           s.stored++;
+          if (out.len >= LINE_BATCH) await out.flush();
         }
       }
+      await out.flush();
       await session.send({ startCommit: { runtimeCheckpoint: commitAt } });
-      if (arenas.length < 2) arenas.push(arena);
+      if (spareTables.length < 2) spareTables.push(tables);
     })();
     startSent.catch(() => undefined);
     // While the connector commits, the next transaction is read and combined (its loads are held until

@@ -17,6 +17,8 @@ export interface Packer {
   values(doc: JsonValue): string;
   /** The values' packed bytes (not base64), valid until the packer's next call: copy them to keep them. */
   valuesView(doc: JsonValue): Uint8Array;
+  /** The key's packed bytes, as valuesView. */
+  keyView(doc: JsonValue): Uint8Array;
 }
 
 const ENCODER = new TextEncoder();
@@ -75,5 +77,6 @@ export function createPacker(collection: CollectionSpec, selection: FieldSelecti
     key: (doc) => writer.pack(row(keys, keyRow, doc)).base64(),
     values: (doc) => writer.pack(row(values, valueRow, doc)).base64(),
     valuesView: (doc) => writer.pack(row(values, valueRow, doc)).view(),
+    keyView: (doc) => writer.pack(row(keys, keyRow, doc)).view(),
   };
 }

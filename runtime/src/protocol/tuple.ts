@@ -31,11 +31,12 @@ const SCRATCH = new Uint8Array(8);
 const SCRATCH_VIEW = new DataView(SCRATCH.buffer);
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
-/** A growable byte buffer. */
-class ByteSink {
+/** A growable byte buffer (exported for pack-bytes.ts, which packs elements straight from JSON bytes). */
+export class ByteSink {
   buf = Buffer.allocUnsafe(128);
   len = 0;
-  private ensure(extra: number): void {
+  /** Makes room for `extra` more bytes at `len` (buf may be replaced). */
+  ensure(extra: number): void {
     if (this.len + extra <= this.buf.length) return;
     let size = this.buf.length * 2;
     while (size < this.len + extra) size *= 2;
@@ -181,6 +182,11 @@ function pushDouble(out: ByteSink, value: number): void {
 function isUuid(value: unknown): value is TupleUuid {
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array)
     && (value as TupleUuid).uuid instanceof Uint8Array;
+}
+
+/** Appends one top-level tuple element (pack-bytes.ts packs the values it does not read from bytes so). */
+export function pushTupleElement(out: ByteSink, value: TupleValue): void {
+  pushElement(out, value, false);
 }
 
 function pushElement(out: ByteSink, value: TupleValue, nested: boolean): void {

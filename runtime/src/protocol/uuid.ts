@@ -103,8 +103,37 @@ export function uuidTicks(uuid: string): bigint | undefined {
 export function uuidMillis(uuid: string): number | undefined {
   if (!isV1Uuid(uuid)) return undefined;
   // time_hi (after the version digit) and time_mid, then time_low: 28 and 32 bits.
-  let hi = parseInt(uuid.slice(15, 18) + uuid.slice(9, 13), 16) - OFFSET_HI;
-  let lo = parseInt(uuid.slice(0, 8), 16) - OFFSET_LO;
+  return millisOf(parseInt(uuid.slice(15, 18) + uuid.slice(9, 13), 16), parseInt(uuid.slice(0, 8), 16));
+}
+
+/** uuidMillis of a UUID's text as bytes b[start, end) (ASCII), without a string (pack-bytes.ts, per document). */
+export function uuidMillisOfBytes(b: Uint8Array, start: number, end: number): number | undefined {
+  if (end - start !== 36 || b[start + 14] !== 0x31) return undefined;
+  let hi = 0;
+  let lo = 0;
+  for (let i = 0; i < 36; i++) {
+    const c = b[start + i]!;
+    if (i === 8 || i === 13 || i === 18 || i === 23) {
+      if (c !== 0x2d) return undefined;
+      continue;
+    }
+    if (c >= 128 || HEX[c] !== 1) return undefined;
+    const v = c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57;
+    if (i < 8) lo = lo * 16 + v;
+    else if (i >= 15 && i < 18) hi = hi * 16 + v;
+  }
+  // time_mid (bytes 9–12) follows time_hi's three digits.
+  for (let i = 9; i < 13; i++) {
+    const c = b[start + i]!;
+    hi = hi * 16 + (c <= 0x39 ? c - 0x30 : (c | 0x20) - 0x57);
+  }
+  return millisOf(hi, lo);
+}
+
+/** The milliseconds of the 60-bit clock hi·2^32 + lo (see uuidMillis). */
+function millisOf(clockHi: number, clockLo: number): number {
+  let hi = clockHi - OFFSET_HI;
+  let lo = clockLo - OFFSET_LO;
   if (lo < 0) {
     lo += 2 ** 32;
     hi--;

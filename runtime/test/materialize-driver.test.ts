@@ -1,0 +1,230 @@
+// The materialize driver's combine and store lines, against a scripted connector in this process: what it
+// sends must be what the parse path defines (createPacker over parseDocument; the document's own text; the
+// last document of a key wins; reductions; loads and load optimization; deletions) whether documents come
+// as bytes (the plane's journal chunks: pack-bytes.ts) or as text, and whether store lines go as bytes
+// (sendLines) or as strings (sendLine). Also the combine table against a Map.
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { runMaterializeDriver, type DriverSession, type SourceDocument, type ReduceFn } from '../src/host/materialize-driver.ts';
+import { CombineTable, Arena, base64Into, base64Length } from '../src/host/combine-table.ts';
+import { createPacker } from '../src/protocol/pack.ts';
+import { parseDocument, stringifyDocument } from '../src/protocol/documents.ts';
+import type { MaterializeRequest, MaterializeResponse } from '../src/protocol/materialize.ts';
+import type { CollectionSpec, JsonObject, JsonValue, MaterializationSpec } from '../src/protocol/specs.ts';
+
+const collection: CollectionSpec = {
+  name: 'a/things',
+  key: ['/id'],
+  projections: [
+    { field: 'id', ptr: '/id' },
+    { field: 'v', ptr: '/v' },
+    { field: 'flow_published_at', ptr: '/_meta/uuid', inference: { string: { format: 'date-time' } } },
+    { field: 'flow_document', ptr: '' },
+  ],
+};
+const fieldSelection = { keys: ['id'], values: ['v', 'flow_published_at'], document: 'flow_document' };
+const UUID = 'c0a8e6e0-9e1e-11ef-8000-0123456789ab';
+
+function spec(bindings: { delta?: boolean }[]): MaterializationSpec {
+  return {
+    name: 'a/mat', connectorType: 'LOCAL', config: {},
+    bindings: bindings.map((b, i) => ({
+      resourceConfig: { table: `t${i}` }, resourcePath: [`t${i}`], collection, fieldSelection,
+      journalReadSuffix: `materialize/a/mat/t${i}`, ...(b.delta ? { deltaUpdates: true } : {}),
+    })),
+  } as MaterializationSpec;
+}
+
+/** A connector that answers each request as the protocol orders, and "has" the keys of `existing`. */
+function scripted(existing: Map<string, JsonValue>, byteLines: boolean): { session: DriverSession<MaterializeRequest, MaterializeResponse>; lines: string[] } {
+  const lines: string[] = [];
+  const queue: MaterializeResponse[] = [];
+  let wake: (() => void) | undefined;
+  let loads: { binding: number; keyPacked: string }[] = [];
+  const push = (r: MaterializeResponse) => {
+    queue.push(r);
+    wake?.();
+  };
+  const onLine = (line: string) => {
+    const req = JSON.parse(line) as Record<string, Record<string, unknown>>;
+    const variant = Object.keys(req)[0]!;
+    if (variant !== 'open') lines.push(line);
+    if (variant === 'open') push({ opened: {} } as MaterializeResponse);
+    else if (variant === 'acknowledge') push({ acknowledged: {} } as MaterializeResponse);
+    else if (variant === 'load') loads.push({ binding: (req['load']!['binding'] as number | undefined) ?? 0, keyPacked: req['load']!['keyPacked'] as string });
+    else if (variant === 'flush') {
+      for (const l of loads) {
+        const doc = existing.get(`${l.binding}:${l.keyPacked}`);
+        if (doc !== undefined) push({ loaded: { binding: l.binding, doc } } as MaterializeResponse);
+      }
+      loads = [];
+      push({ flushed: {} } as MaterializeResponse);
+    } else if (variant === 'startCommit') push({ startedCommit: {} } as MaterializeResponse);
+  };
+  const text = (s: string) => {
+    for (const l of s.split('\n')) if (l !== '') onLine(l);
+  };
+  const session: DriverSession<MaterializeRequest, MaterializeResponse> = {
+    send: async (r) => text(`${stringifyDocument(r as unknown as JsonValue)}\n`),
+    sendLine: async (line) => text(line),
+    recv: async () => {
+      while (queue.length === 0) await new Promise<void>((resolve) => { wake = resolve; });
+      return queue.shift();
+    },
+    close: async () => undefined,
+    kill: () => undefined,
+  };
+  if (byteLines) {
+    session.sendLines = async (bytes, written) => {
+      text(Buffer.from(bytes).toString('utf8'));
+      written(null);
+    };
+  }
+  return { session, lines };
+}
+
+const packer = createPacker(collection, fieldSelection);
+
+/** The store line the parse path defines for a document text. */
+function expectedStore(binding: number, text: string, flags: { exists?: boolean; doc?: JsonValue } = {}): string {
+  const doc = flags.doc ?? parseDocument(text);
+  const docText = flags.doc === undefined ? text : stringifyDocument(flags.doc);
+  let line = `{"store":{${binding === 0 ? '' : `"binding":${binding},`}"keyPacked":"${packer.key(doc)}","valuesPacked":"${packer.values(doc)}","doc":${docText}`;
+  if (flags.exists) line += ',"exists":true';
+  const meta = (doc as JsonObject)['_meta'] as JsonObject | undefined;
+  if (meta?.['op'] === 'd') line += ',"delete":true';
+  return `${line}}}`;
+}
+
+/** Journal-like chunks: the texts as lines of one buffer per binding run (SourceDocuments with bytes). */
+function asBytes(docs: { binding: number; text: string }[]): SourceDocument[] {
+  const out: SourceDocument[] = [];
+  for (const d of docs) {
+    const data = Buffer.from(`{"pad":1}\n${d.text}\n`);
+    const start = data.indexOf(10) + 1;
+    out.push({ binding: d.binding, data, start, end: data.length - 1 });
+  }
+  return out;
+}
+
+async function run(opts: {
+  bindings: { delta?: boolean }[]; txns: { binding: number; text: string }[][]; bytes: boolean; byteLines: boolean;
+  existing?: Map<string, JsonValue>; maxKeys?: (Buffer | undefined)[]; reduce?: ReduceFn; disableLoadOptimization?: boolean;
+}): Promise<string[]> {
+  const { session, lines } = scripted(opts.existing ?? new Map(), opts.byteLines);
+  let next = 0;
+  await runMaterializeDriver({
+    name: 'a/mat', spec: spec(opts.bindings), version: 't', session, state: {}, checkpoint: {},
+    maxKeys: opts.maxKeys ?? opts.bindings.map(() => undefined),
+    ...(opts.reduce ? { bindingOptions: () => ({ reduce: opts.reduce! }) } : {}),
+    nextTransaction: async () => {
+      const t = opts.txns[next++];
+      if (t === undefined) return undefined;
+      return { docs: opts.bytes ? asBytes(t) : t, checkpoint: { sources: { j: { readThrough: String(next) } } } };
+    },
+  });
+  return lines.filter((l) => l.startsWith('{"store"') || l.startsWith('{"load"'));
+}
+
+const doc = (id: JsonValue, v: JsonValue, extra = '') => `{"id":${JSON.stringify(id)},"v":${typeof v === 'string' ? JSON.stringify(v) : String(v)}${extra},"_meta":{"uuid":"${UUID}"}}`;
+
+describe('materialize driver: combine and store lines', () => {
+  const docs = [
+    { binding: 0, text: doc('a', 1) },
+    { binding: 0, text: doc('b', 'São Paulo \\"q\\"') },
+    { binding: 1, text: `{"id":"a","v":9007199254740993,"_meta":{"uuid":"${UUID}"}}` },
+    { binding: 0, text: doc('a', 2) },
+    { binding: 0, text: `{"id":"c","v":[1,{"x":1.50}],"_meta":{"uuid":"${UUID}","op":"d"}}` },
+    { binding: 0, text: ' {"id" : "d", "v" : "spaced"} ' },
+    { binding: 0, text: doc('b', 'last', ',"extra":true') },
+    { binding: 0, text: '{"id":"\\u0065","v":"escaped key value"}' },
+    { binding: 0, text: '{"id":"f","_meta":{"op":"d"}}' },
+    { binding: 0, text: doc('f', 'back again') },
+  ];
+  for (const bytes of [true, false]) {
+    for (const byteLines of [true, false]) {
+      it(`last write wins by key, first-seen order, deletions (documents as ${bytes ? 'bytes' : 'text'}, lines as ${byteLines ? 'bytes' : 'strings'})`, async () => {
+        const got = await run({ bindings: [{}, {}], txns: [docs], bytes, byteLines });
+        // New bindings: every key is above the (empty) max, so nothing is loaded.
+        assert.deepEqual(got, [
+          expectedStore(0, docs[3]!.text), expectedStore(0, docs[6]!.text), expectedStore(0, docs[4]!.text),
+          expectedStore(0, docs[5]!.text), expectedStore(0, docs[7]!.text), expectedStore(0, docs[9]!.text), expectedStore(1, docs[2]!.text),
+        ]);
+      });
+    }
+  }
+  it('loads keys not above the max, marks the loaded ones as existing; delta bindings never load', async () => {
+    const key = (id: string) => packer.key(parseDocument(`{"id":"${id}"}`));
+    const existing = new Map<string, JsonValue>([[`0:${key('a')}`, { id: 'a', v: 0 }]]);
+    const maxKeys = [Buffer.from(key('m'), 'base64'), Buffer.from(key('m'), 'base64')];
+    const txn = [{ binding: 0, text: doc('a', 1) }, { binding: 0, text: doc('b', 2) }, { binding: 0, text: doc('z', 3) }, { binding: 1, text: doc('a', 4) }];
+    for (const bytes of [true, false]) {
+      const got = await run({ bindings: [{}, { delta: true }], txns: [txn, [{ binding: 0, text: doc('y', 5) }]], bytes, byteLines: true, existing, maxKeys });
+      assert.deepEqual(got, [
+        `{"load":{"keyPacked":"${key('a')}"}}`, `{"load":{"keyPacked":"${key('b')}"}}`,
+        expectedStore(0, txn[0]!.text, { exists: true }), expectedStore(0, txn[1]!.text), expectedStore(0, txn[2]!.text), expectedStore(1, txn[3]!.text),
+        // The max moved to "z" with the first transaction: "y" is below it now.
+        `{"load":{"keyPacked":"${key('y')}"}}`, expectedStore(0, doc('y', 5)),
+      ]);
+    }
+  });
+  it('a reducing binding combines in order, with the loaded document first, and stores the unchanged text as it came', async () => {
+    const key = (id: string) => packer.key(parseDocument(`{"id":"${id}"}`));
+    const existing = new Map<string, JsonValue>([[`0:${key('a')}`, { id: 'a', v: 100 }]]);
+    const sum: ReduceFn = (l, r) => ({ ...(r as JsonObject), v: Number((l as JsonObject)['v']) + Number((r as JsonObject)['v']) });
+    const txn = [{ binding: 0, text: doc('a', 1) }, { binding: 0, text: doc('b', 2) }, { binding: 0, text: doc('a', 3) }, { binding: 0, text: doc('c', 4, ' ') }];
+    for (const bytes of [true, false]) {
+      const got = await run({ bindings: [{}], txns: [txn], bytes, byteLines: true, existing, maxKeys: [Buffer.from([0xff])], reduce: sum });
+      const a = { ...(parseDocument(txn[2]!.text) as JsonObject), v: 104 };
+      assert.deepEqual(got, [
+        `{"load":{"keyPacked":"${key('a')}"}}`, `{"load":{"keyPacked":"${key('b')}"}}`, `{"load":{"keyPacked":"${key('c')}"}}`,
+        expectedStore(0, '', { doc: a, exists: true }), expectedStore(0, txn[1]!.text), expectedStore(0, txn[3]!.text),
+      ]);
+    }
+  });
+});
+
+describe('combine table', () => {
+  it('finds what a Map finds, across growth and many keys of one hash bucket length', () => {
+    const table = new CombineTable(new Arena(16));
+    const map = new Map<string, number>();
+    let seed = 3;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) & 0x7fffffff;
+      return seed % n;
+    };
+    for (let i = 0; i < 50_000; i++) {
+      const key = Buffer.from(Array.from({ length: rand(6) }, () => rand(4)));
+      const e = table.find(key, key.length);
+      const want = map.get(key.toString('hex'));
+      assert.equal(e, want ?? -1, `key ${key.toString('hex')}`);
+      if (e < 0) map.set(key.toString('hex'), table.insert(key, key.length));
+    }
+    assert.equal(table.count, map.size);
+    for (const [hex, e] of map) assert.equal(table.keyBytes(e).toString('hex'), hex);
+    table.reset();
+    assert.equal(table.find(Buffer.alloc(0), 0), -1);
+  });
+  it('compares keys as Buffer.compare does', () => {
+    const table = new CombineTable(new Arena(16));
+    const keys = [[], [0], [0, 0], [1], [0, 255], [255], [1, 2, 3]].map((k) => Buffer.from(k));
+    const idx = keys.map((k) => {
+      table.find(k, k.length);
+      return table.insert(k, k.length);
+    });
+    for (let i = 0; i < keys.length; i++) {
+      for (let j = 0; j < keys.length; j++) {
+        assert.equal(table.compareKey(idx[i]!, keys[j]!), Buffer.compare(keys[i]!, keys[j]!));
+        assert.equal(table.compareKeys(idx[i]!, idx[j]!), Buffer.compare(keys[i]!, keys[j]!));
+      }
+    }
+  });
+  it('base64Into writes what Buffer writes', () => {
+    for (let n = 0; n < 40; n++) {
+      const src = Buffer.from(Array.from({ length: n }, (_, i) => (i * 97 + n) & 0xff));
+      const out = Buffer.alloc(base64Length(n) + 2);
+      const end = base64Into(src, 0, n, out, 1);
+      assert.equal(out.toString('latin1', 1, end), src.toString('base64'));
+    }
+  });
+});
