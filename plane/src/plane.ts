@@ -19,7 +19,7 @@ import { CollectionWriters } from './journals/writer.ts';
 import { runCaptureSession } from './tasks/capture.ts';
 import { runCatalogTest, type TestOutcome } from './tasks/catalog-tests.ts';
 import { Launcher } from './tasks/launcher.ts';
-import { materializeInThread, runMaterializeSession } from './tasks/materialize.ts';
+import { materializeInThread, prepareMaterialization, releasePreparedMaterialization, runMaterializeSession, type PreparedMaterialization } from './tasks/materialize.ts';
 import { TaskRunner } from './tasks/runner.ts';
 
 export interface LocalPlaneOptions {
@@ -72,6 +72,8 @@ export class LocalPlane {
   readonly #validators = new SchemaValidators();
   readonly #uuids = new UuidProducer();
   readonly #lastSpecs = new Map<string, CaptureSpec | MaterializationSpec>();
+  /** Materializations' threads started ahead of their first session by the current publication, by task. */
+  readonly #prepared = new Map<string, PreparedMaterialization>();
   #publishing: Promise<unknown> = Promise.resolve();
 
   constructor(options: LocalPlaneOptions) {
@@ -94,6 +96,22 @@ export class LocalPlane {
   }
 
   async #publish(): Promise<PublishResult> {
+    try {
+      return await this.#publishCatalog();
+    } finally {
+      // What this publication started ahead and did not use (Launcher.prestart, prepareMaterialization); not
+      // awaited: they only exit.
+      void this.launcher.releaseSpares();
+      this.#releasePrepared();
+    }
+  }
+
+  #releasePrepared(): void {
+    for (const p of this.#prepared.values()) releasePreparedMaterialization(p);
+    this.#prepared.clear();
+  }
+
+  async #publishCatalog(): Promise<PublishResult> {
     const { recorder } = this.options;
     const log = this.options.log ?? (() => undefined);
     const detail = `sluice: publish ${this.options.catalogFile}`;
@@ -120,6 +138,17 @@ export class LocalPlane {
       const outcome = recorder.publish({ specs: [], detail, result: 'publishFailed', errors: [{ detail: error }], partial: true });
       log(`publication ${outcome.pubId} refused: ${error}`);
       return { result: 'publishFailed', pubId: outcome.pubId, errors: [error], tests: [], applied: [], started: [], unchanged: [], upgrades: [], deleted, deletionsRefused: true };
+    }
+
+    // The connector processes this publication will talk to start now, together (Launcher.prestart): each
+    // task's validate, and for a task not running yet its apply and (a capture) its session's; a new
+    // materialization's thread too (its session's connector is started from that thread).
+    for (const def of catalog.captures.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'capture', this.runners.has(def.name) ? 1 : 3);
+    for (const def of catalog.materializations.values()) {
+      if (def.disabled) continue;
+      const first = !this.runners.has(def.name);
+      this.launcher.prestart(def.endpoint, def.name, 'materialize', first ? 2 : 1);
+      if (first && this.launcher.prestartable(def.endpoint)) this.#prepared.set(def.name, prepareMaterialization(def.name, this.launcher.target(def.endpoint, def.name)));
     }
 
     const errors: { detail: string; catalog_name?: string }[] = [];
@@ -276,7 +305,10 @@ export class LocalPlane {
           const spec = built.spec as MaterializationSpec;
           // The materialization's per-document work runs on a thread of its own (materializeInThread), so
           // that the captures on this thread do not starve it.
-          const session = materializeInThread(this.launcher.target(built.def.endpoint, name), { onLog: ctx.onLog });
+          // The first session takes the thread its publication started ahead (prepareMaterialization), if any.
+          const prepared = this.#prepared.get(name);
+          this.#prepared.delete(name);
+          const session = materializeInThread(this.launcher.target(built.def.endpoint, name), { onLog: ctx.onLog }, prepared);
           // A graceful stop waits for the open transaction; a connector that hangs is killed.
           const kill = () => setTimeout(() => session.kill(), 10_000).unref();
           ctx.signal.addEventListener('abort', kill, { once: true });
@@ -307,6 +339,8 @@ export class LocalPlane {
     await this.#publishing;
     await Promise.all([...this.runners.values()].map((r) => r.stop()));
     this.runners.clear();
+    await this.launcher.releaseSpares();
+    this.#releasePrepared();
     this.store.close();
   }
 }

@@ -2,24 +2,49 @@
 // process or container, requests go to its stdin, responses come back in order, and a failed exit
 // rejects with the connector's last error line, prefixed with the task name.
 import { ConnectorExitError, type JsonObject } from '@sluice/runtime';
-import { startConnector, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
+import { startConnector, type ConnectorLog, type ConnectorProcess, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
 /** Limits the plane leaves unset and `sluice raw` takes from its command line. */
 export type SessionLimits = Pick<ConnectorProcessOptions, 'timeoutMs' | 'idleTimeoutMs'>;
 
-export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protocol, task: string, hooks: SessionHooks = {}, limits: SessionLimits = {}): ConnectorSession<Req, Res> {
-  const proc = startConnector(target, {
-    ...limits,
-    protocol,
-    name: task,
-    onLog: (log) => hooks.onLog?.({
-      level: log.level,
-      message: log.msg,
-      fields: (log.fields ?? {}) as JsonObject,
-      ts: new Date(),
-    }),
+/**
+ * A connector process started ahead of its RPC (Launcher.prestart): spawned, its Node started and its modules
+ * loaded while the plane does something else; it reads nothing until its session sends the first request.
+ * Log lines it writes before a session takes it are kept and handed to that session's hooks.
+ */
+export class SpareConnector {
+  readonly proc: ConnectorProcess;
+  #early: ConnectorLog[] = [];
+  #onLog: ((log: ConnectorLog) => void) | undefined;
+
+  constructor(target: ConnectorTarget, protocol: Protocol, task: string) {
+    this.proc = startConnector(target, {
+      protocol,
+      name: task,
+      onLog: (log) => {
+        if (this.#onLog !== undefined) this.#onLog(log);
+        else if (this.#early.length < 1000) this.#early.push(log);
+      },
+    });
+  }
+
+  /** Routes its logs to `onLog` from now on, the early ones first. */
+  attach(onLog: (log: ConnectorLog) => void): ConnectorProcess {
+    this.#onLog = onLog;
+    for (const log of this.#early.splice(0)) onLog(log);
+    return this.proc;
+  }
+}
+
+export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protocol, task: string, hooks: SessionHooks = {}, limits: SessionLimits = {}, spare?: SpareConnector): ConnectorSession<Req, Res> {
+  const onLog = (log: ConnectorLog) => hooks.onLog?.({
+    level: log.level,
+    message: log.msg,
+    fields: (log.fields ?? {}) as JsonObject,
+    ts: new Date(),
   });
+  const proc = spare !== undefined ? spare.attach(onLog) : startConnector(target, { ...limits, protocol, name: task, onLog });
   // A chunk of the connector's output at a time: recvBuffered() hands out its responses without an await.
   const batches = proc.responseBatches()[Symbol.asyncIterator]();
   let batch: Res[] = [];

@@ -7,10 +7,10 @@ import {
   ConfigError, ProtocolError, type CaptureRequest, type CaptureResponse, type ConnectorType, type JsonObject,
   type MaterializeRequest, type MaterializeResponse,
 } from '@sluice/runtime';
-import type { ConnectorTarget } from '@sluice/runtime/host';
+import { isContainerTarget, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { EndpointRef } from '../catalog/types.ts';
 import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector, builtinForImage, isInstalled, type BuiltinConnector } from '../registry.ts';
-import { hostSession } from './host-session.ts';
+import { hostSession, SpareConnector } from './host-session.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
 export interface LauncherOptions {
@@ -39,8 +39,64 @@ function processOf(connector: BuiltinConnector, env: Record<string, string>): Co
 
 export class Launcher {
   readonly options: LauncherOptions;
+  /** Connector processes started ahead of their sessions (prestart), by protocol, task and target. */
+  readonly #spares = new Map<string, SpareConnector[]>();
   constructor(options: LauncherOptions = {}) {
     this.options = options;
+  }
+
+  #spareKey(target: ConnectorTarget, protocol: Protocol, task: string): string {
+    return JSON.stringify([protocol, task, target]);
+  }
+
+  /**
+   * Starts `count` processes of a task's connector now, for its next sessions to take (a publication's
+   * validate and apply, then the task's own session). A connector process is a whole Node start (~0.3 s of
+   * CPU, most of it before it reads its request): started together, they load while the plane loads the
+   * catalog, records the publication and waits on the other RPCs, instead of one after another — the
+   * publication's rounds were the largest part of `serve`'s time to ready (issue 16). Each still serves
+   * exactly one RPC, as when spawned on demand. Only built-in connectors run as processes are started ahead:
+   * a `local` command is the user's own program, and a container is left to start when it has work.
+   */
+  prestart(endpoint: EndpointRef, task: string, protocol: Protocol, count: number): void {
+    if (count <= 0 || !this.prestartable(endpoint)) return;
+    const target = this.target(endpoint, task);
+    const key = this.#spareKey(target, protocol, task);
+    const list = this.#spares.get(key) ?? [];
+    for (let i = 0; i < count; i++) list.push(new SpareConnector(target, protocol, task));
+    this.#spares.set(key, list);
+  }
+
+  /** True when the endpoint's connector may be started ahead of its session: a built-in run as a process. */
+  prestartable(endpoint: EndpointRef): boolean {
+    if (endpoint.kind === 'local') return false;
+    try {
+      return !isContainerTarget(this.target(endpoint, ''));
+    } catch {
+      return false; // the session that needs it reports the problem
+    }
+  }
+
+  #takeSpare(target: ConnectorTarget, protocol: Protocol, task: string): SpareConnector | undefined {
+    const key = this.#spareKey(target, protocol, task);
+    const list = this.#spares.get(key);
+    const spare = list?.shift();
+    if (list !== undefined && list.length === 0) this.#spares.delete(key);
+    return spare;
+  }
+
+  /** How many prestarted processes wait for a session. */
+  spareCount(): number {
+    let n = 0;
+    for (const list of this.#spares.values()) n += list.length;
+    return n;
+  }
+
+  /** Stops the prestarted processes nobody took (a failed build, an apply that was not needed); they read no request. */
+  async releaseSpares(): Promise<void> {
+    const spares = [...this.#spares.values()].flat();
+    this.#spares.clear();
+    await Promise.all(spares.map((s) => s.proc.kill(2000).catch(() => undefined)));
   }
 
   /** How the endpoint's connector runs: a built-in bin, a local command, or a container image. */
@@ -71,11 +127,13 @@ export class Launcher {
   }
 
   capture(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<CaptureRequest, CaptureResponse> {
-    return hostSession(this.target(endpoint, task), 'capture', task, hooks);
+    const target = this.target(endpoint, task);
+    return hostSession(target, 'capture', task, hooks, {}, this.#takeSpare(target, 'capture', task));
   }
 
   materialize(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<MaterializeRequest, MaterializeResponse> {
-    return hostSession(this.target(endpoint, task), 'materialize', task, hooks);
+    const target = this.target(endpoint, task);
+    return hostSession(target, 'materialize', task, hooks, {}, this.#takeSpare(target, 'materialize', task));
   }
 }
 

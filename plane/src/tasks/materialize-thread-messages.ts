@@ -65,7 +65,11 @@ export type ToThread =
   | { t: 'start'; start: ThreadStart }
   /** The answer to a call: `next` answers with a ChunkedTransaction or undefined (the session ends). */
   | { t: 'reply'; id: number; value?: ChunkedTransaction; error?: SerializedError }
-  | { t: 'kill' };
+  | { t: 'kill' }
+  /** Start the session's connector now (before `start`): a task about to start (tasks/materialize.ts prepare). */
+  | { t: 'prespawn'; target: ConnectorTarget; name: string }
+  /** Not needed after all: stop the prespawned connector and answer `end`. */
+  | { t: 'release' };
 
 export type FromThread =
   | { [F in keyof ThreadCalls]: { t: 'call'; id: number; fn: F; arg: ThreadCalls[F] } }[keyof ThreadCalls]

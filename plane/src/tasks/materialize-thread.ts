@@ -5,15 +5,22 @@
 // thread also runs the captures, and with one event loop for both a capture starved the materialization
 // beside it (issue 16: 10–22k docs/s beside a capture, 34k after it). Started by tasks/materialize.ts.
 import { rebuildError, serializeError, serveThread } from '@sluice/runtime/thread';
-import { runMaterializeDriver, type DriverBindingOptions } from '@sluice/runtime/host';
+import { runMaterializeDriver, type ConnectorTarget, type DriverBindingOptions } from '@sluice/runtime/host';
 import type { JsonValue } from '@sluice/runtime';
 import { createReducer } from '../catalog/reduce.ts';
-import { hostSession } from './host-session.ts';
+import { hostSession, SpareConnector } from './host-session.ts';
 import { sourceDocuments, type ChunkedTransaction, type FromThread, type ThreadCalls, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
 import type { ConnectorSession } from './session.ts';
 import type { MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
 
 let session: ConnectorSession<MaterializeRequest, MaterializeResponse> | undefined;
+/** The session's connector, started ahead of `start` (a `prespawn`), with what it was started for. */
+let spare: { key: string; connector: SpareConnector } | undefined;
+const spareKey = (target: ConnectorTarget, name: string) => JSON.stringify([name, target]);
+const killSpare = () => {
+  void spare?.connector.proc.kill(2000).catch(() => undefined);
+  spare = undefined;
+};
 let nextId = 0;
 const waiting = new Map<number, { resolve: (v: ChunkedTransaction | undefined) => void; reject: (err: Error) => void }>();
 
@@ -26,12 +33,19 @@ const port = serveThread<ToThread, FromThread>('plane/src/tasks/materialize-thre
         port.post({ t: 'end', error: serializeError(err) });
       },
     );
+  } else if (m.t === 'prespawn') {
+    killSpare();
+    spare = { key: spareKey(m.target, m.name), connector: new SpareConnector(m.target, 'materialize', m.name) };
+  } else if (m.t === 'release') {
+    killSpare();
+    port.post({ t: 'end' });
   } else if (m.t === 'reply') {
     const w = waiting.get(m.id);
     waiting.delete(m.id);
     if (m.error !== undefined) w?.reject(rebuildError(m.error));
     else w?.resolve(m.value);
   } else {
+    killSpare();
     session?.kill();
   }
 });
@@ -53,9 +67,13 @@ function call<F extends keyof ThreadCalls>(fn: F, arg: ThreadCalls[F]): Promise<
 const inFlight: ArrayBuffer[][] = [];
 
 async function run(s: ThreadStart): Promise<void> {
+  // The connector prespawned for this session, if it was started for this very target; any other is stopped.
+  const pre = spare?.key === spareKey(s.target, s.name) ? spare.connector : undefined;
+  if (pre === undefined) killSpare();
+  spare = undefined;
   session = hostSession<MaterializeRequest, MaterializeResponse>(s.target, 'materialize', s.name, {
     onLog: (event) => port.post({ t: 'log', event }),
-  });
+  }, {}, pre);
   const options: DriverBindingOptions[] = s.bindings.map((b) => {
     const o: DriverBindingOptions = {};
     if (b.reduceSchema !== undefined) {

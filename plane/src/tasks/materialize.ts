@@ -69,10 +69,12 @@ export interface ThreadedConnector {
   kill(): void;
   /** The thread, while the session runs (set by runMaterializeSession). */
   thread?: Thread<ToThread, FromThread>;
+  /** A thread started ahead for this session (prepareMaterialization), taken when its session starts. */
+  prepared?: PreparedMaterialization;
 }
 
-export function materializeInThread(target: ConnectorTarget, hooks: SessionHooks = {}): ThreadedConnector {
-  const c: ThreadedConnector = { inThread: true, target, hooks, kill: () => c.thread?.post({ t: 'kill' }) };
+export function materializeInThread(target: ConnectorTarget, hooks: SessionHooks = {}, prepared?: PreparedMaterialization): ThreadedConnector {
+  const c: ThreadedConnector = { inThread: true, target, hooks, kill: () => c.thread?.post({ t: 'kill' }), ...(prepared ? { prepared } : {}) };
   return c;
 }
 
@@ -82,11 +84,46 @@ const materializeThreads = threadModule<ToThread, FromThread>(new URL('./materia
   resourceLimits: { maxYoungGenerationSizeMb: 12 },
 });
 
+/** A materialization's thread and first connector, started ahead of its session (prepareMaterialization). */
+export interface PreparedMaterialization {
+  readonly task: string;
+  readonly target: ConnectorTarget;
+  readonly thread: Thread<ToThread, FromThread>;
+}
+
+/**
+ * Starts a materialization's thread and, from it, the connector of its first session now — a publication
+ * about to start the task calls this before its validate and apply: the thread's start (~0.3 s: an isolate,
+ * Node's bootstrap, the imports) and the connector's (a Node start, ~0.3 s of CPU) overlap the publication's
+ * RPCs instead of following them (issue 16: they were the time from the ready line to the first row). The
+ * connector reads nothing until the session sends `open`. Pass it to materializeInThread; one not taken must
+ * be released (releasePreparedMaterialization).
+ */
+export function prepareMaterialization(task: string, target: ConnectorTarget): PreparedMaterialization {
+  const thread = materializeThreads.start();
+  thread.post({ t: 'prespawn', target, name: task });
+  return { task, target, thread };
+}
+
+/** Ends a prepared thread no session took: it stops its connector first (which has read no request), then ends. */
+export function releasePreparedMaterialization(p: PreparedMaterialization): void {
+  const { thread } = p;
+  thread.onEnd(() => undefined);
+  thread.onMessage((m) => { if (m.t === 'end') void thread.terminate(); });
+  thread.post({ t: 'release' });
+}
+
 type Callbacks = Pick<MaterializeDriverOptions, 'onOpened' | 'onAcknowledged' | 'onFlushed' | 'onStartedCommit'>;
 
 /** Runs the driver on the connector's thread, serving its callbacks here; resolves or rejects as the driver does. */
 async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbacks, next: () => Promise<ChunkedTransaction | undefined>, recycle: (buffers: ArrayBuffer[]) => void): Promise<void> {
-  const thread = materializeThreads.start();
+  // The prepared thread, if it was started for this very task and target and is still alive (its connector is
+  // used only if it matches too: materialize-thread.ts).
+  const ready = c.prepared;
+  delete c.prepared;
+  const usable = ready !== undefined && ready.task === start.name && JSON.stringify(ready.target) === JSON.stringify(c.target) && !ready.thread.ended;
+  if (ready !== undefined && !usable) releasePreparedMaterialization(ready);
+  const thread = usable ? ready.thread : materializeThreads.start();
   c.thread = thread;
   thread.hold();
   const asBuffer = (k: Uint8Array) => Buffer.from(k.buffer, k.byteOffset, k.byteLength);

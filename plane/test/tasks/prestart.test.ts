@@ -1,0 +1,154 @@
+// Connectors started ahead of their sessions (Launcher.prestart, prepareMaterialization; issue 16's start-up):
+// a session takes a prestarted process of its own task and target, and every process a publication started
+// ahead is either used or stopped — none is left running after the publication (failed or not) or the plane.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test } from 'node:test';
+import { until } from '@sluice/runtime/testing';
+import type { EndpointRef } from '../../src/catalog/types.ts';
+import { LocalPlane } from '../../src/plane.ts';
+import { Launcher, unary } from '../../src/tasks/launcher.ts';
+import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
+import { tempDir } from '../journals/helpers.ts';
+
+const SQLITE_BIN = 'materialize-sqlite.js';
+const HTTP_FILE_BIN = 'source-http-file.js';
+const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
+
+/** The pids of this process's children that run `bin` (a connector's bin file name). */
+function children(bin: string): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== process.pid) continue;
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').some((a) => a.endsWith(bin))) out.push(Number(entry));
+    } catch {
+      // Exited meanwhile.
+    }
+  }
+  return out;
+}
+
+/** A loopback port nothing listens on. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const port = (server.address() as { port: number }).port;
+  await new Promise((r) => server.close(r));
+  return port;
+}
+
+test('a session takes a prestarted connector of its own task; releaseSpares stops the rest', async (t) => {
+  const dir = tempDir(t);
+  const launcher = new Launcher();
+  const endpoint: EndpointRef = { kind: 'sqlite', config: { path: join(dir, 'out.db') } };
+  launcher.prestart(endpoint, 'acmeCo/to-sqlite', 'materialize', 2);
+  launcher.prestart({ kind: 'local', command: [process.execPath, TEST_CAPTURE], config: {}, env: {} }, 'acmeCo/source', 'capture', 2);
+  assert.equal(launcher.spareCount(), 2, 'a local command is never started ahead (it is the user\'s program)');
+  await until('both prestarted materialize-sqlite processes running', () => children(SQLITE_BIN).length === 2);
+  const pids = children(SQLITE_BIN);
+
+  // Another task's session does not take them.
+  const other = launcher.materialize(endpoint, 'acmeCo/other');
+  assert.equal(launcher.spareCount(), 2);
+  await unary(other, { spec: { connectorType: 'IMAGE', config: {} } }, 'spec', 'acmeCo/other');
+
+  const spec = await unary(launcher.materialize(endpoint, 'acmeCo/to-sqlite'), { spec: { connectorType: 'IMAGE', config: {} } }, 'spec', 'acmeCo/to-sqlite');
+  assert.ok(spec['configSchema'], 'the prestarted connector answered its spec');
+  assert.equal(launcher.spareCount(), 1);
+  const left = await until('the used one to exit', () => { const now = children(SQLITE_BIN); return now.length === 1 ? now : undefined; });
+  assert.ok(pids.includes(left[0]!), `the remaining process ${left[0]} is one of the prestarted ${pids.join(', ')}: the session took the other`);
+
+  await launcher.releaseSpares();
+  assert.equal(launcher.spareCount(), 0);
+  await until('no materialize-sqlite process left', () => children(SQLITE_BIN).length === 0);
+});
+
+test('a publication whose validate fails leaves none of the connectors it started ahead running', async (t) => {
+  const dir = tempDir(t);
+  const catalog = join(dir, 'flow.yaml');
+  writeFileSync(catalog, `
+collections:
+  acmeCo/rows:
+    schema: {type: object, properties: {id: {type: string}}, required: [id]}
+    key: [/id]
+captures:
+  acmeCo/source:
+    endpoint:
+      connector:
+        image: ghcr.io/estuary/source-http-file:dev
+        config: {url: "http://127.0.0.1:${await closedPort()}/rows.csv", parser: {format: {type: csv}}}
+    bindings:
+      - resource: {stream: rows}
+        target: acmeCo/rows
+materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
+    bindings:
+      - source: acmeCo/rows
+        resource: {table: rows}
+`);
+  const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });
+  try {
+    const result = await plane.publish();
+    assert.equal(result.result, 'buildFailed', result.errors.join('; '));
+    assert.match(result.errors.join('; '), /connect|refused/i);
+    assert.equal(plane.launcher.spareCount(), 0);
+    // Three source-http-file processes (validate, apply, session), two materialize-sqlite (validate, apply) and
+    // the materialization thread's own were started ahead: all stop.
+    await until('every connector started ahead to exit', () => children(HTTP_FILE_BIN).length === 0 && children(SQLITE_BIN).length === 0, {
+      detail: () => `still running: source-http-file ${children(HTTP_FILE_BIN).join(', ')}; materialize-sqlite ${children(SQLITE_BIN).join(', ')}`,
+    });
+  } finally {
+    await plane.close();
+  }
+});
+
+test('a publication that starts its tasks uses what it started ahead; closing the plane stops the sessions', async (t) => {
+  const dir = tempDir(t);
+  const catalog = join(dir, 'flow.yaml');
+  writeFileSync(catalog, `
+collections:
+  acmeCo/greetings:
+    schema: {type: object, properties: {id: {type: string}, greeting: {type: string}, n: {type: integer}}, required: [id, greeting, n]}
+    key: [/id]
+captures:
+  acmeCo/source-test:
+    interval: 1h
+    endpoint:
+      local:
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
+        config: {apiKey: k, count: 3}
+    bindings:
+      - resource: {name: alpha}
+        target: acmeCo/greetings
+materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
+    bindings:
+      - source: acmeCo/greetings
+        resource: {table: greetings}
+`);
+  const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });
+  try {
+    const result = await plane.publish();
+    assert.equal(result.result, 'success', result.errors.join('; '));
+    assert.deepEqual(result.started, ['acmeCo/source-test', 'acmeCo/to-sqlite']);
+    assert.equal(plane.launcher.spareCount(), 0, 'validate and apply took the two prestarted materialize-sqlite processes');
+    // Left: the materialization's session (its thread's connector, started ahead too). Validate's and apply's exited.
+    await until('only the session\'s materialize-sqlite process running', () => children(SQLITE_BIN).length === 1, {
+      detail: () => `running: ${children(SQLITE_BIN).join(', ')}`,
+    });
+  } finally {
+    await plane.close();
+  }
+  await until('no materialize-sqlite process after close', () => children(SQLITE_BIN).length === 0);
+});
