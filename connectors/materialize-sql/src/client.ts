@@ -46,6 +46,7 @@ export interface Connection {
 }
 
 export interface PreparedStatement {
+  /** The caller refills `params` for its next row once run returned (or resolved): never keep a reference to it. */
   run(params: readonly SqlParam[]): number | Promise<number>;
 }
 

@@ -86,6 +86,18 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
     for (const w of waiters) w();
   }
 
+  /**
+   * The next queued item, taken synchronously, or undefined when none is queued (then await the iterator's
+   * next()). For a consumer that drains what is queued without a promise per item; the iterator must be the
+   * one consuming (only one consumer), and items must not be undefined.
+   */
+  shiftNow(): T | undefined {
+    if (this.items.length === 0) return undefined;
+    const value = this.items.shift();
+    this.wakeProducers();
+    return value;
+  }
+
   /** A hand-written iterator: an item that is already queued costs no extra promise hops. */
   [Symbol.asyncIterator](): AsyncIterator<T> {
     if (this.iterating) throw new Error('AsyncQueue: only one consumer may iterate');

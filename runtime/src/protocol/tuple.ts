@@ -468,12 +468,15 @@ export function unpackTupleBase64(packed: string): TupleValue[] {
   const expected = (packed.length / 4) * 3 - padding;
   if (packed.length % 4 !== 0) throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
   if (base64Scratch.length < expected + 3) base64Scratch = Buffer.allocUnsafe(Math.max(expected + 3, base64Scratch.length * 2));
-  const written = base64Scratch.write(packed, 0, 'base64');
+  // base64Write: write()'s argument handling cost as much as the decode itself (issue 16's connector profile).
+  const scratch = base64Scratch as Base64Writer;
+  const written = scratch.base64Write ? scratch.base64Write(packed, 0, scratch.length) : scratch.write(packed, 0, 'base64');
   if (written !== expected) throw new ProtocolError(`invalid packed tuple: not valid base64 (${packed.length} characters)`);
   return unpackLatin1(base64Scratch, written) ?? unpackFrom(new Reader(base64Scratch, written));
 }
 
 type Latin1Slicer = Buffer & { latin1Slice?: (start: number, end: number) => string };
+type Base64Writer = Buffer & { base64Write?: (text: string, offset: number, length: number) => number };
 
 /**
  * The fast path of unpackTupleBase64 for the common elements (null, booleans, integers of ≤ 8 bytes, floats,
@@ -488,7 +491,7 @@ function unpackLatin1(bytes: Buffer, end: number): TupleValue[] | undefined {
   const bin = b.latin1Slice ? b.latin1Slice(0, end) : bytes.toString('latin1', 0, end);
   // All bytes ASCII (one SIMD pass, typical of string keys and values): every string element is a substring
   // of `bin` as it is, and none can hold an escaped NUL (0x00 0xFF): no per-character check below.
-  const allAscii = isAscii(bytes.subarray(0, end));
+  const allAscii = end === bytes.length ? isAscii(bytes) : isAscii(new Uint8Array(bytes.buffer, bytes.byteOffset, end));
   const out: TupleValue[] = [];
   let pos = 0;
   while (pos < end) {
