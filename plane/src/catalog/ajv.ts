@@ -1,17 +1,27 @@
 // One place that builds ajv instances (JSON Schema 2020-12 with formats), for catalog files, API
 // resources and collection documents.
+import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { ErrorObject, Options, ValidateFunction } from 'ajv/dist/2020.js';
-import * as formats from 'ajv-formats';
+import type { ErrorObject, Format, Options, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonSchema, JsonValue } from '@sluice/runtime';
 import { schemaDefects } from './schema-checks.ts';
 
-type FormatsPlugin = (ajv: Ajv2020) => Ajv2020;
-const addFormats: FormatsPlugin = ((formats as unknown as { default?: FormatsPlugin }).default ?? (formats as unknown as FormatsPlugin));
+// ajv-formats' format table is taken without its plugin entry, whose formatMinimum/formatMaximum/
+// formatExclusive* keywords (limit.js) `require('ajv')`: in this checkout that is ajv-formats' own copy of ajv
+// (eslint's ajv 6 holds the top level), ~64 more modules, ~50 ms of every plane start (issue 16). The keywords
+// are added, as the plugin did, to an instance whose schema uses them (createAjv's `schema`).
+const requireCjs = createRequire(import.meta.url);
+let formatTable: Record<string, Format> | undefined;
+const FORMAT_LIMIT_KEYWORD = /"format(Exclusive)?(Minimum|Maximum)"/;
 
-export function createAjv(options: Options = {}): Ajv2020 {
+/** `schema`: the one schema the instance will compile, when known; its keywords decide what is loaded. */
+export function createAjv(options: Options = {}, schema?: unknown): Ajv2020 {
   const ajv = new Ajv2020({ allErrors: true, allowUnionTypes: true, ...options });
-  addFormats(ajv);
+  formatTable ??= (requireCjs('ajv-formats/dist/formats.js') as { fullFormats: Record<string, Format> }).fullFormats;
+  for (const [name, format] of Object.entries(formatTable)) ajv.addFormat(name, format);
+  if (schema === undefined || FORMAT_LIMIT_KEYWORD.test(JSON.stringify(schema))) {
+    (requireCjs('ajv-formats/dist/limit.js') as { default: (a: Ajv2020) => Ajv2020 }).default(ajv);
+  }
   // Formats Flow schemas use beyond the standard ones: numeric strings, and MAC addresses.
   ajv.addFormat('integer', /^[-+]?[0-9]+$/);
   ajv.addFormat('number', /^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$|^(NaN|-?Infinity)$/);
@@ -34,7 +44,7 @@ export function compileDocumentSchema(schema: JsonSchema): (doc: JsonValue) => s
   const defects = schemaDefects(schema);
   if (defects.length > 0) throw new Error(`schema is invalid: ${defects.map((d) => `${d.at || '/'} ${d.message}`).join('; ')}`);
   // Unknown formats are annotations (as in Flow), not errors; keep them out of the logs.
-  const ajv = createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false, validateSchema: false });
+  const ajv = createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false, validateSchema: false }, schema);
   const validate = ajv.compile(schema as object | boolean);
   return (doc) => {
     if (validate(doc)) return null;

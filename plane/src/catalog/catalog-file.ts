@@ -19,7 +19,7 @@ let validateCatalogFile: ValidateFunction<CatalogFile> | undefined;
 export function catalogValidator(): ValidateFunction<CatalogFile> {
   // validateSchema off: the catalog schema is ours, checked against the meta-schema by a test
   // (catalog-schema.test.ts); checking it here compiled the 2020-12 meta-schema at every start (~75 ms).
-  validateCatalogFile ??= createAjv({ verbose: true, validateSchema: false }).compile<CatalogFile>(catalogSchema);
+  validateCatalogFile ??= createAjv({ verbose: true, validateSchema: false }, catalogSchema).compile<CatalogFile>(catalogSchema);
   return validateCatalogFile;
 }
 

@@ -24,7 +24,7 @@ export function schemaDefects(schema: JsonSchema): { at: string; message: string
   const known = defectsByText.get(text);
   if (known) return known;
   const out: { at: string; message: string }[] = [];
-  metaAjv ??= createAjv({ strict: false, logger: false });
+  metaAjv ??= createAjv({ strict: false, logger: false }, {});
   try {
     if (!metaAjv.validateSchema(schema as object | boolean)) {
       for (const e of metaAjv.errors ?? []) out.push({ at: e.instancePath, message: `${e.message ?? e.keyword}` });
