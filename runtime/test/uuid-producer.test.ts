@@ -22,7 +22,7 @@ class Reference {
   }
 }
 
-test('UuidProducer.next equals the BigInt reference, repeats, steps back and low-half wraps included', () => {
+test('UuidProducer.next and writeNext equal the BigInt reference, repeats, steps back and low-half wraps included', () => {
   const producer = new UuidProducer(Uint8Array.from([2, 3, 4, 5, 6, 7]));
   const reference = new Reference(Buffer.from(producer.producer).toString('hex'));
   let seed = 7;
@@ -40,11 +40,17 @@ test('UuidProducer.next equals the BigInt reference, repeats, steps back and low
   const wrapMs = Number(((OFFSET / (1n << 32n) + 4_100_000n) * (1n << 32n) - 1n - OFFSET) / 10000n);
   for (let i = 0; i < 3000; i++) times.push(wrapMs);
   times.push(1_764_000_000_000);
-  for (const now of times) {
+  // writeNext (the bytes a capture's journal line gets) takes turns with next(): one clock, the same UUIDs.
+  const bytes = Buffer.alloc(40, 0x2e);
+  times.forEach((now, i) => {
     const expected = reference.next(now);
-    const got = producer.next(now);
-    assert.equal(got, expected, `now = ${now}`);
-  }
+    if (i % 2 === 0) {
+      assert.equal(producer.next(now), expected, `now = ${now}`);
+    } else {
+      assert.equal(producer.writeNext(bytes, 2, now), 38);
+      assert.equal(bytes.toString('latin1'), `..${expected}..`, `writeNext, now = ${now}`);
+    }
+  });
   assert.equal(uuidTicks(producer.next(2 ** 42)), 2n ** 42n * 10000n + OFFSET, 'a clock beyond 2^53 ticks, exact');
   assert.throws(() => producer.next(1.5), /whole milliseconds/);
 });

@@ -11,6 +11,7 @@ import {
 import { encodePartitionValue, journalName, type PartitionLabels } from './names.ts';
 import type { JournalTx } from './store.ts';
 import type { SchemaValidators } from './validator.ts';
+import { type BytePlan, type BytesSplice, checkDocumentBytes } from './byte-check.ts';
 
 /** A document failed validation (or had no usable partition value). */
 export class DocumentError extends SluiceError {
@@ -56,6 +57,10 @@ export class CollectionWriter {
   readonly #uuidSplice: [string, string] | undefined;
   /** The one journal of a collection without partitions (named once, not per document). */
   #unpartitioned: string | undefined;
+  /** The write schema for checking bytes (checkBytes), when it and the collection allow it. */
+  readonly #plan: BytePlan | undefined;
+  /** By BytesSplice.kind: what goes before and after the UUID's 36 characters. */
+  readonly #inserts: [Buffer, Buffer][] = [];
 
   constructor(collection: CollectionSpec, validators: SchemaValidators, uuids: UuidProducer) {
     this.collection = collection;
@@ -69,6 +74,35 @@ export class CollectionWriter {
       if (p?.ptr === undefined) throw new DocumentError(collection.name, `collection "${collection.name}": partition field "${field}" has no projection`);
       return { field, ptr: p.ptr };
     }).sort((a, b) => (a.field < b.field ? -1 : a.field > b.field ? 1 : 0));
+    // Documents are checked as bytes only where nothing is read out of them (no partitions) and the UUID is spliced.
+    if (this.#partitions.length === 0 && this.#uuidSplice !== undefined) {
+      const [parent, name] = this.#uuidSplice;
+      this.#plan = validators.bytePlan(collection.writeSchema ?? true, parent, name);
+      // As spliceMemberAt writes them (BytesSplice.kind 0–3).
+      const member = `${JSON.stringify(name)}:"`;
+      const open = `${JSON.stringify(parent)}:{${member}`;
+      this.#inserts = [[`,${open}`, '"}'], [open, '"}'], [`,${member}`, '"'], [member, '"']].map(([a, b]) => [Buffer.from(a!), Buffer.from(b!)]);
+    }
+  }
+
+  /**
+   * Checks a document given as its bytes, `buf[start, end)`, in one pass (byte-check.ts): true when it is
+   * certainly valid (then the line is buf[start, s.at) + before + a UUID + after + buf[s.at, end), with
+   * [before, after] = insertsOf(s), in journal unpartitionedJournal()). False: not decided; validate and
+   * prepare its parsed text (prepareParts) instead — the errors are that path's.
+   */
+  checkBytes(buf: Buffer, start: number, end: number, s: BytesSplice): boolean {
+    return this.#plan !== undefined && checkDocumentBytes(buf, start, end, this.#plan, s);
+  }
+
+  /** What goes before and after the UUID for a splice checkBytes found. */
+  insertsOf(s: BytesSplice): [Buffer, Buffer] {
+    return this.#inserts[s.kind]!;
+  }
+
+  /** The journal of a collection without partitions (the only kind checkBytes accepts documents for). */
+  unpartitionedJournal(): string {
+    return this.#unpartitioned ??= journalName(this.collection.name, {});
   }
 
   /**

@@ -5,10 +5,11 @@
 // after the last checkpoint are discarded when the connector exits (flow-protocol.md §1.7).
 import type { CaptureRequest, CaptureResponse, CaptureSpec, ConnectorState, JsonObject, JsonValue, UuidProducer } from '@sluice/runtime';
 import { applyStateUpdate as applyState } from '@sluice/runtime';
-import { runCaptureDriver } from '@sluice/runtime/host';
+import { type CapturedBytes, docTextOf, runCaptureDriver } from '@sluice/runtime/host';
 import type { PartitionLabels } from '../journals/names.ts';
 import { FRAGMENT_BYTES, type JournalStore } from '../journals/store.ts';
 import type { SchemaValidators } from '../journals/validator.ts';
+import type { BytesSplice } from '../journals/byte-check.ts';
 import { CollectionWriter, DocumentError, partsJson, type PreparedParts } from '../journals/writer.ts';
 import type { ConnectorSession } from './session.ts';
 
@@ -104,6 +105,31 @@ class PendingJournal {
     return n;
   }
 
+  /**
+   * Adds one line given as bytes: buf[start, at) + before + a new UUID + after + buf[at, end), and a newline
+   * (CollectionWriter.checkBytes); returns the line's bytes, newline included.
+   */
+  addBytes(buf: Buffer, start: number, end: number, at: number, before: Buffer, after: Buffer, uuids: UuidProducer): number {
+    const room = end - start + before.length + 36 + after.length + 1;
+    if (this.len + room > this.buf.length) {
+      if (this.len > 0) this.chunks.push(this.buf.subarray(0, this.len));
+      this.buf = this.#take(Math.max(room, Math.min(this.buf.length * 2, FRAGMENT_BYTES)));
+      this.len = 0;
+    }
+    const out = this.buf;
+    let o = this.len;
+    o += buf.copy(out, o, start, at);
+    for (let k = 0; k < before.length; k++) out[o++] = before[k]!;
+    o = uuids.writeNext(out, o);
+    for (let k = 0; k < after.length; k++) out[o++] = after[k]!;
+    o += buf.copy(out, o, at, end);
+    out[o++] = 0x0a;
+    const n = o - this.len;
+    this.len = o;
+    this.bytes += n;
+    return n;
+  }
+
   /** The lines, in chunks of whole lines. */
   lines(): Buffer[] {
     return this.len > 0 ? [...this.chunks, this.buf.subarray(0, this.len)] : [...this.chunks];
@@ -135,32 +161,49 @@ export async function runCaptureSession(opts: CaptureSessionOptions): Promise<vo
   const bindingDocs = bindings.map(() => 0);
   const bindingBytes = bindings.map(() => 0);
   let pendingState: ConnectorState | undefined;
+  const onDocument = (index: number, text: string, value: JsonValue): void => {
+    const writer = writers[index]!;
+    let prepared: PreparedParts;
+    try {
+      prepared = writer.prepareParts(text, value);
+    } catch (err) {
+      if (!(err instanceof DocumentError)) throw err;
+      // The offset the document would have had in its journal.
+      const journal = (() => { try { return writer.journalOf(value); } catch { return `${writer.collection.name}/…`; } })();
+      const offset = store.head(journal) + (pending.get(journal)?.bytes ?? 0);
+      throw new CaptureDocumentError(writer.collection.name,
+        `capture "${name}": document at offset ${offset} of journal "${journal}" (collection "${writer.collection.name}", binding ${index}) failed validation: ${err.message}`);
+    }
+    let lines = pending.get(prepared.journal);
+    if (lines === undefined) pending.set(prepared.journal, lines = new PendingJournal(writer.collection.name, prepared.labels, pool));
+    const n = lines.add(prepared);
+    if (opts.collectDocs) pendingDocs.push({ collection: writer.collection.name, json: partsJson(prepared) });
+    bindingDocs[index]!++;
+    bindingBytes[index]! += n;
+  };
+  const splice: BytesSplice = { at: 0, kind: 0 };
+  const onDocumentBytes = (index: number, d: CapturedBytes): void => {
+    const writer = writers[index]!;
+    if (!writer.checkBytes(d.buf, d.start, d.end, splice)) {
+      onDocument(index, docTextOf(d), d.doc);
+      return;
+    }
+    const journal = writer.unpartitionedJournal();
+    let lines = pending.get(journal);
+    if (lines === undefined) pending.set(journal, lines = new PendingJournal(writer.collection.name, {}, pool));
+    const [before, after] = writer.insertsOf(splice);
+    bindingDocs[index]!++;
+    bindingBytes[index]! += lines.addBytes(d.buf, d.start, d.end, splice.at, before, after, opts.uuids);
+  };
   const onAbort = () => session.kill();
   signal.addEventListener('abort', onAbort, { once: true });
   try {
     await runCaptureDriver({
       name, spec, version: opts.version, session, state,
       onOpened: () => opts.onOpened?.(),
-      onDocument: (index, text, value) => {
-        const writer = writers[index]!;
-        let prepared: PreparedParts;
-        try {
-          prepared = writer.prepareParts(text, value);
-        } catch (err) {
-          if (!(err instanceof DocumentError)) throw err;
-          // The offset the document would have had in its journal.
-          const journal = (() => { try { return writer.journalOf(value); } catch { return `${writer.collection.name}/…`; } })();
-          const offset = store.head(journal) + (pending.get(journal)?.bytes ?? 0);
-          throw new CaptureDocumentError(writer.collection.name,
-            `capture "${name}": document at offset ${offset} of journal "${journal}" (collection "${writer.collection.name}", binding ${index}) failed validation: ${err.message}`);
-        }
-        let lines = pending.get(prepared.journal);
-        if (lines === undefined) pending.set(prepared.journal, lines = new PendingJournal(writer.collection.name, prepared.labels, pool));
-        const n = lines.add(prepared);
-        if (opts.collectDocs) pendingDocs.push({ collection: writer.collection.name, json: partsJson(prepared) });
-        bindingDocs[index]!++;
-        bindingBytes[index]! += n;
-      },
+      onDocument,
+      // The documents' bytes straight into the journal's (preview's collectDocs wants their text: not then).
+      ...(opts.collectDocs ? {} : { onDocumentBytes }),
       onCheckpoint: (update, committedState) => {
         if (update?.updated !== undefined) {
           pendingState = pendingState === undefined || !update.mergePatch ? update : { updated: applyState(pendingState.updated ?? {}, update) ?? null, mergePatch: pendingState.mergePatch ?? false };

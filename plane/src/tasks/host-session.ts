@@ -5,8 +5,11 @@ import { ConnectorExitError, type JsonObject } from '@sluice/runtime';
 import { startConnector, type ConnectorLog, type ConnectorProcess, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
-/** Limits the plane leaves unset and `sluice raw` takes from its command line. */
-export type SessionLimits = Pick<ConnectorProcessOptions, 'timeoutMs' | 'idleTimeoutMs'>;
+/**
+ * Limits the plane leaves unset and `sluice raw` takes from its command line; and whether a capture's
+ * documents come out as bytes (the plane's capture tasks read them so: tasks/capture.ts).
+ */
+export type SessionLimits = Pick<ConnectorProcessOptions, 'timeoutMs' | 'idleTimeoutMs' | 'capturedBytes'>;
 
 /**
  * A connector process started ahead of its RPC (Launcher.prestart): spawned, its Node started and its modules
@@ -45,6 +48,8 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
     ts: new Date(),
   });
   const proc = spare !== undefined ? spare.attach(onLog) : startConnector(target, { ...limits, protocol, name: task, onLog });
+  // A prestarted process was started before the session's options were known.
+  if (limits.capturedBytes !== undefined) proc.capturedBytes = limits.capturedBytes;
   // A chunk of the connector's output at a time: recvBuffered() hands out its responses without an await.
   const batches = proc.responseBatches()[Symbol.asyncIterator]();
   let batch: Res[] = [];

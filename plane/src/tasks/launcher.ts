@@ -128,7 +128,7 @@ export class Launcher {
 
   capture(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<CaptureRequest, CaptureResponse> {
     const target = this.target(endpoint, task);
-    return hostSession(target, 'capture', task, hooks, {}, this.#takeSpare(target, 'capture', task));
+    return hostSession(target, 'capture', task, hooks, { capturedBytes: true }, this.#takeSpare(target, 'capture', task));
   }
 
   materialize(endpoint: EndpointRef, task: string, hooks: SessionHooks = {}): ConnectorSession<MaterializeRequest, MaterializeResponse> {

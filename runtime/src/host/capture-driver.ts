@@ -2,12 +2,14 @@
 // `sluice preview` and `sluice raw capture` alike: open → opened, then captured* / checkpoint until the
 // connector exits; acknowledge each checkpoint once it is committed when the connector asked for
 // explicit acknowledgements. Each captured document is handed on as the text the connector wrote
-// (DOC_TEXT) with the value the framing parsed from it: nothing is parsed or serialised again here.
+// (DOC_TEXT) with the value the framing parsed from it: nothing is parsed or serialised again here; or,
+// when the session reads them so and the caller takes them (onDocumentBytes), as its bytes.
 import { ProtocolError } from '../errors.ts';
 import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import { FULL_RANGE } from '../protocol/documents.ts';
 import { applyStateUpdate } from '../protocol/merge-patch.ts';
 import type { CaptureSpec, ConnectorState, JsonObject, JsonValue } from '../protocol/specs.ts';
+import { CapturedBytes } from './captured-bytes.ts';
 import { docTextOf } from './connector-process.ts';
 import type { DriverSession } from './materialize-driver.ts';
 
@@ -27,6 +29,12 @@ export interface CaptureDriverOptions {
    * (integers beyond ±2^53 rounded: parse `text` with parseDocument where they matter). Throw to fail.
    */
   onDocument?: (binding: number, text: string, doc: JsonValue) => void;
+  /**
+   * A captured document as bytes (a session with ConnectorProcessOptions.capturedBytes): when given, such
+   * documents come here instead of onDocument. Nothing has checked them yet (captured-bytes.ts): reading
+   * `doc` parses the line and throws for a malformed one, which the driver then reports as the framing does.
+   */
+  onDocumentBytes?: (binding: number, doc: CapturedBytes) => void;
   /**
    * A checkpoint: commit the documents since the previous one with the state update (`state` is the
    * connector state with it applied). Resolve once durable; the connector is acknowledged then.
@@ -56,7 +64,19 @@ export async function runCaptureDriver(o: CaptureDriverOptions): Promise<void> {
       if (!Number.isInteger(index) || index < 0 || index >= bindings) {
         throw new ProtocolError(`${name}: connector captured a document for binding ${index}, but the capture has ${bindings} binding(s)`);
       }
-      o.onDocument?.(index, docTextOf(res.captured), res.captured.doc);
+      const body = res.captured;
+      if (body instanceof CapturedBytes) {
+        try {
+          if (o.onDocumentBytes !== undefined) o.onDocumentBytes(index, body);
+          else if (o.onDocument !== undefined) o.onDocument(index, docTextOf(body), body.doc);
+          else body.parsed(); // nobody reads it: still a malformed line fails the session
+        } catch (err) {
+          if (err === body.parseError) await body.failed(err);
+          throw err;
+        }
+        continue;
+      }
+      o.onDocument?.(index, docTextOf(body), body.doc);
       continue;
     }
     if ('checkpoint' in res) {

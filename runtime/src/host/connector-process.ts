@@ -9,7 +9,9 @@ import type { CaptureRequest, CaptureResponse } from '../protocol/capture.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../protocol/materialize.ts';
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
 import { exitSignal, oomKillCount, signalExitMessage } from './exit-cause.ts';
-import { chunkIterator, LineSplitter, readLines } from '../protocol/line-reader.ts';
+import { chunkIterator, LineSplitter, lineText, readLines } from '../protocol/line-reader.ts';
+import type { CapturedResponse } from '../protocol/capture.ts';
+import { CapturedBytes, type CapturedShape, capturedLineShape, type LineParser, type OutputFailure } from './captured-bytes.ts';
 
 export const CAPTURE_RESPONSES = ['spec', 'discovered', 'validated', 'applied', 'opened', 'captured', 'sourcedSchema', 'checkpoint'] as const;
 export const MATERIALIZE_RESPONSES = ['spec', 'validated', 'applied', 'opened', 'acknowledged', 'loaded', 'flushed', 'startedCommit'] as const;
@@ -94,6 +96,7 @@ type JsonObjectLike = Record<string, unknown>;
 
 /** The connector's own text of a `captured`/`loaded` body's document (serialised from `doc` if unknown). */
 export function docTextOf(body: object): string {
+  if (body instanceof CapturedBytes) return docTextOf(body.parsed());
   const text = (body as { [DOC_TEXT]?: string })[DOC_TEXT];
   return text ?? JSON.stringify((body as { doc?: unknown }).doc ?? null);
 }
@@ -101,6 +104,18 @@ export function docTextOf(body: object): string {
 /** The line a response was read from (serialised if unknown). */
 export function lineTextOf(response: object): string {
   return (response as { [LINE_TEXT]?: string })[LINE_TEXT] ?? JSON.stringify(response);
+}
+
+/** A `captured` response whose document is bytes (ConnectorProcessOptions.capturedBytes). */
+class CapturedLine {
+  readonly captured: CapturedBytes;
+  constructor(captured: CapturedBytes) {
+    this.captured = captured;
+  }
+
+  get [LINE_TEXT](): string {
+    return this.captured.lineTextValue;
+  }
 }
 
 /** A connector run as a plain process. */
@@ -157,6 +172,12 @@ export interface ConnectorProcessOptions {
    * 30 s). Its stderr closing is bounded the same way (a grandchild may hold the pipe open).
    */
   exitTimeoutMs?: number;
+  /**
+   * A capture's `captured` lines of the runtime's own shape come out with a CapturedBytes body (the
+   * document's bytes in the output chunk, parsed only when asked: see captured-bytes.ts); other lines are
+   * parsed as usual. For a consumer that reads the bytes (the plane's capture task).
+   */
+  capturedBytes?: boolean;
 }
 
 export interface ExitStatus {
@@ -207,11 +228,14 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
   private readonly container: boolean;
   /** The memory cgroup's OOM-kill count when the connector started (undefined: unknown). */
   private readonly oomKillsAtStart = oomKillCount();
+  /** ConnectorProcessOptions.capturedBytes; may be set until responses are read (a prestarted process). */
+  capturedBytes: boolean;
   /** What the host awaits from the connector (named in idle-timeout errors), e.g. `"flushed"`. */
   awaiting = 'a response';
 
   constructor(target: ConnectorTarget, options: ConnectorProcessOptions) {
     this.options = options;
+    this.capturedBytes = options.capturedBytes === true;
     const inherit = options.inheritEnv ?? true;
     const baseEnv: Record<string, string | undefined> = inherit ? { ...process.env } : { PATH: process.env['PATH'] };
     this.container = isContainerTarget(target);
@@ -373,6 +397,23 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     const name = `${this.name} stdout`;
     const splitter = new LineSplitter({ name });
     const chunks = chunkIterator(this.child.stdout!);
+    this.#chunks = chunks;
+    const bytes = this.options.protocol === 'capture' && this.capturedBytes;
+    const shape: CapturedShape = { binding: 0 };
+    const parseLine: LineParser = (text, line) => (this.responseOf(parseEnvelope({ text, line }, variants, 'response', name)) as unknown as { captured: CapturedResponse }).captured;
+    const fail: OutputFailure = (err) => this.#outputFailed(err);
+    let batch: ResponseOf<P>[] = [];
+    const visit = (buf: Buffer, start: number, end: number, line: number): void => {
+      if (bytes) {
+        const docStart = capturedLineShape(buf, start, end, shape);
+        if (docStart >= 0) {
+          batch.push(new CapturedLine(new CapturedBytes(shape.binding, buf, docStart, end - 2, start, end, line, parseLine, fail)) as unknown as ResponseOf<P>);
+          return;
+        }
+      }
+      const text = lineText(buf, start, end);
+      if (text !== undefined) batch.push(this.responseOf(parseEnvelope({ text, line }, variants, 'response', name)));
+    };
     try {
       while (true) {
         let next: IteratorResult<Uint8Array | string>;
@@ -387,10 +428,10 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
           splitter.end();
           break;
         }
-        const batch: ResponseOf<P>[] = [];
+        batch = [];
         let failure: { err: unknown } | undefined;
         try {
-          for (const line of splitter.push(next.value)) batch.push(this.responseOf(parseEnvelope(line, variants, 'response', name)));
+          splitter.pushSpans(next.value, visit);
         } catch (err) {
           failure = { err };
         }
@@ -398,16 +439,7 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
         if (failure !== undefined) throw failure.err;
       }
     } catch (err) {
-      // As a line reader's loop would: stop reading the stream.
-      void chunks.return?.()?.catch(() => undefined);
-      if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
-      // If the connector failed, its own error explains the broken output better. A connector that broke
-      // the protocol but keeps running (its output is no longer read) is killed after the grace period
-      // rather than waited for: it may never write again, and so never notice.
-      if (!(await this.within(this.exitedPromise, this.exitTimeoutMs))) await this.kill(2000);
-      const status = await this.exitPromise;
-      if (status.code !== 0 && !this.killedByUs) await this.wait();
-      throw err;
+      return await this.#outputFailed(err);
     }
     // Its output ended: it should be exiting. Bounded, so a connector that lingers cannot hang the host.
     const exited = await this.within(this.exitedPromise, this.exitTimeoutMs);
@@ -416,6 +448,26 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
       throw new ConnectorExitError(`${this.name}: closed its output but had not exited ${this.exitTimeoutMs / 1000} s later; it was killed`, null, null, { fields: this.exitFields() });
     }
     await this.wait();
+  }
+
+  /** The output being read (responseBatches). */
+  #chunks: AsyncIterator<Uint8Array | string> | undefined;
+
+  /**
+   * The connector's output broke (`err`: a malformed line, a failed read): stops reading it and rejects with
+   * the error that explains it best.
+   */
+  async #outputFailed(err: unknown): Promise<never> {
+    // As a line reader's loop would: stop reading the stream.
+    void this.#chunks?.return?.()?.catch(() => undefined);
+    if (this.hung !== null) throw new ConnectorExitError(this.hung, null, null, { fields: this.exitFields() });
+    // If the connector failed, its own error explains the broken output better. A connector that broke
+    // the protocol but keeps running (its output is no longer read) is killed after the grace period
+    // rather than waited for: it may never write again, and so never notice.
+    if (!(await this.within(this.exitedPromise, this.exitTimeoutMs))) await this.kill(2000);
+    const status = await this.exitPromise;
+    if (status.code !== 0 && !this.killedByUs) await this.wait();
+    throw err;
   }
 
   /** One response line's envelope as the response object handed out (checked; with its texts attached). */

@@ -3,3 +3,4 @@ export * from './connector-log.ts';
 export * from './connector-process.ts';
 export * from './materialize-driver.ts';
 export * from './capture-driver.ts';
+export * from './captured-bytes.ts';

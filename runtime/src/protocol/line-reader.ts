@@ -83,6 +83,45 @@ export class LineSplitter {
     return lines;
   }
 
+  /**
+   * push() as byte ranges, for a reader that looks at a line's bytes before (or instead of) decoding it:
+   * calls `visit(buf, start, end, line)` for every complete line of the chunk, blank ones included, the
+   * newline excluded (lineText() gives what push() would). `buf` is the chunk itself, or, for a line begun
+   * in an earlier chunk, a buffer holding just that line and its newline: either way buf[end] is the newline.
+   * A line is counted before it is visited; when `visit` throws, the rest of the chunk is dropped (the
+   * stream is broken then).
+   */
+  pushSpans(chunk: Uint8Array | string, visit: (buf: Buffer, start: number, end: number, line: number) => void): void {
+    const buf = toBuffer(chunk);
+    let start = 0;
+    while (start < buf.length) {
+      const nl = buf.indexOf(10, start);
+      if (nl === -1) break;
+      if (this.pendingLength + (nl - start) > this.max) throw this.tooLong();
+      this.lineNo++;
+      if (this.pendingLength > 0) {
+        // With its newline, as a line in a chunk has one after it (a reader may stop at it instead of at the end).
+        this.pending.push(buf.subarray(start, nl + 1));
+        const whole = Buffer.concat(this.pending);
+        this.pending = [];
+        this.pendingLength = 0;
+        start = nl + 1;
+        visit(whole, 0, whole.length - 1, this.lineNo);
+      } else {
+        const from = start;
+        start = nl + 1;
+        visit(buf, from, nl, this.lineNo);
+      }
+    }
+    if (start < buf.length) {
+      const rest = buf.subarray(start);
+      this.pendingLength += rest.length;
+      if (this.pendingLength > this.max) throw this.tooLong();
+      // Copy: the source may reuse its chunk buffers.
+      this.pending.push(Buffer.from(rest));
+    }
+  }
+
   end(): void {
     if (this.pendingLength === 0) return;
     const trailing = Buffer.concat(this.pending).toString('utf8');
@@ -92,6 +131,13 @@ export class LineSplitter {
       );
     }
   }
+}
+
+/** A line's text as push() gives it (a trailing `\r` dropped), or undefined for a blank line (skipped). */
+export function lineText(buf: Buffer, start: number, end: number): string | undefined {
+  let text = (buf as Utf8Slicer).utf8Slice?.(start, end) ?? buf.toString('utf8', start, end);
+  if (text.endsWith('\r')) text = text.slice(0, -1);
+  return text.trim() === '' ? undefined : text;
 }
 
 /** Splits a byte stream into lines; see LineSplitter. */

@@ -1,0 +1,484 @@
+// A collection's write schema checked against a document's JSON BYTES in one pass, for the schemas whose
+// checks need no value: objects of typed properties (`type`, `properties`, `required`, `additionalProperties`
+// true/false, annotations), as collections of flat records are. Why: a captured document was decoded from
+// the connector's bytes into a string, JSON.parse'd into objects for ajv, and encoded into the journal's
+// bytes again; that was most of the plane's main-thread work per document (issue 16). Here the bytes are
+// read once: JSON's grammar (exactly: what this accepts, JSON.parse accepts), UTF-8 (exactly: what this
+// accepts, decoding and encoding gives back unchanged), member names matched against the schema's
+// properties as bytes, each value's type by its first byte. The answer is only ever "valid, certainly" or
+// "don't know": anything this does not decide — a keyword beyond those above on a member that is present,
+// a missing required member, a type mismatch, a duplicate or escaped member name, a number that is not
+// plainly an integer where only integers are allowed, nesting beyond MAX_DEPTH, invalid JSON or UTF-8 —
+// declines, and the caller validates the parsed document with ajv as before (same errors, same messages).
+// It also finds where `_meta/uuid` goes (see BytesSplice), as spliceMemberAt does in the text.
+// Equivalence with ajv and JSON.parse: test/journals/byte-check.test.ts.
+import type { JsonObject, JsonSchema } from '@sluice/runtime';
+
+const T_STRING = 1;
+const T_INTEGER = 2;
+const T_NUMBER = 4;
+const T_BOOLEAN = 8;
+const T_NULL = 16;
+const T_OBJECT = 32;
+const T_ARRAY = 64;
+const T_ALL = 127;
+const TYPE_BITS: Record<string, number> = {
+  string: T_STRING, integer: T_INTEGER, number: T_NUMBER | T_INTEGER, boolean: T_BOOLEAN, null: T_NULL, object: T_OBJECT, array: T_ARRAY,
+};
+
+/** Deeper documents are left to JSON.parse (the recursion here is bounded by this). */
+const MAX_DEPTH = 64;
+
+// Keywords ajv (strict off, no useDefaults) treats as annotations; any other keyword makes a (sub)schema
+// one this does not decide. Keys starting with `x-` are annotations too.
+const ANNOTATIONS = new Set([
+  'title', 'description', 'default', 'examples', '$comment', 'deprecated', 'readOnly', 'writeOnly',
+  // Flow's and connectors' annotations.
+  'reduce', 'secret', 'airbyte_secret', 'advanced', 'order', 'multiline',
+]);
+const isAnnotation = (k: string): boolean => ANNOTATIONS.has(k) || k.startsWith('x-');
+
+interface Prop {
+  /** The value types the schema allows (T_* bits). */
+  types: number;
+  /** For an object value: its members' plan (undefined: any members). */
+  object: ObjectPlan | undefined;
+  /** The member's schema has keywords this does not decide: decline when the member is present. */
+  decline: boolean;
+  required: boolean;
+}
+
+/** A compiled object schema. */
+export interface ObjectPlan {
+  /** The properties' names as UTF-8, matched against member names' bytes. */
+  names: Uint8Array[];
+  props: Prop[];
+  requiredCount: number;
+  /** Members not in `properties` are allowed (additionalProperties absent or true). */
+  additional: boolean;
+  /** next[k + 1]: the property that followed property k in the last document (k = -1: the first). */
+  next: Int32Array;
+  /** seen[k] === generation: property k is present in the object being read (duplicates decline). */
+  seen: Uint32Array;
+}
+
+const DECLINE: Prop = { types: 0, object: undefined, decline: true, required: false };
+
+function typesOf(type: unknown): number | undefined {
+  if (type === undefined) return T_ALL;
+  const list = typeof type === 'string' ? [type] : Array.isArray(type) ? type : undefined;
+  if (list === undefined || list.length === 0) return undefined;
+  let bits = 0;
+  for (const t of list) {
+    const b = typeof t === 'string' ? TYPE_BITS[t] : undefined;
+    if (b === undefined) return undefined;
+    bits |= b;
+  }
+  return bits;
+}
+
+function isObject(v: unknown): v is JsonObject {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function compileProp(schema: JsonSchema | undefined): Prop {
+  if (schema === undefined || schema === true) return { types: T_ALL, object: undefined, decline: false, required: false };
+  if (!isObject(schema)) return DECLINE;
+  let objectKeywords = false;
+  for (const k in schema) {
+    if (k === 'type' || isAnnotation(k)) continue;
+    if (k === 'properties' || k === 'required' || k === 'additionalProperties') {
+      objectKeywords = true;
+      continue;
+    }
+    return DECLINE;
+  }
+  const types = typesOf(schema['type']);
+  if (types === undefined) return DECLINE;
+  let object: ObjectPlan | undefined;
+  if (objectKeywords) {
+    object = compileObject(schema);
+    if (object === undefined) return DECLINE;
+  }
+  return { types, object, decline: false, required: false };
+}
+
+/** `properties`, `required` and `additionalProperties` of an object schema as a plan; undefined when not decidable. */
+function compileObject(schema: JsonObject): ObjectPlan | undefined {
+  const properties = schema['properties'] ?? {};
+  const required = schema['required'] ?? [];
+  const additional = schema['additionalProperties'] ?? true;
+  if (!isObject(properties) || !Array.isArray(required) || typeof additional !== 'boolean') return undefined;
+  const names: string[] = [];
+  const props: Prop[] = [];
+  for (const name of Object.keys(properties)) {
+    names.push(name);
+    props.push(compileProp(properties[name] as JsonSchema));
+  }
+  let requiredCount = 0;
+  for (const r of new Set(required)) {
+    if (typeof r !== 'string') return undefined;
+    let k = names.indexOf(r);
+    if (k < 0) {
+      names.push(r);
+      props.push({ types: T_ALL, object: undefined, decline: false, required: false });
+      k = names.length - 1;
+    }
+    // A copy: DECLINE is shared.
+    props[k] = { ...props[k]!, required: true };
+    requiredCount++;
+  }
+  return {
+    names: names.map((n) => Buffer.from(n, 'utf8')),
+    props,
+    requiredCount,
+    additional,
+    next: new Int32Array(names.length + 1).fill(-1),
+    seen: new Uint32Array(names.length),
+  };
+}
+
+/** A collection's compiled write schema, with where its UUID goes. */
+export interface BytePlan {
+  root: ObjectPlan;
+  /** The root property index of the UUID's parent (`_meta`). */
+  parent: number;
+}
+
+const ANY: Prop = { types: T_ALL, object: undefined, decline: false, required: false };
+
+/**
+ * The plan of a collection's write schema for a two-token uuidPtr `/<parent>/<name>`, or undefined when the
+ * root is not an object schema of the kind this decides (then every document is validated by ajv). A
+ * present `/<parent>/<name>` always declines (spliceMemberAt does not splice over an existing member).
+ */
+export function compileBytePlan(schema: JsonSchema, parent: string, name: string): BytePlan | undefined {
+  if (!isObject(schema)) return undefined;
+  for (const k in schema) {
+    if (k === 'type' || k === 'properties' || k === 'required' || k === 'additionalProperties' || k === '$schema' || isAnnotation(k)) continue;
+    return undefined;
+  }
+  const types = typesOf(schema['type']);
+  if (types === undefined || (types & T_OBJECT) === 0) return undefined;
+  const root = compileObject(schema);
+  if (root === undefined) return undefined;
+  const declineName = (plan: ObjectPlan | undefined): ObjectPlan => {
+    const o = plan ?? { names: [], props: [], requiredCount: 0, additional: true, next: new Int32Array(1).fill(-1), seen: new Uint32Array(0) };
+    const nameBytes = Buffer.from(name, 'utf8');
+    const j = o.names.findIndex((n) => Buffer.compare(n, nameBytes) === 0);
+    if (j >= 0) return { ...o, props: o.props.map((p, i) => (i === j ? { ...DECLINE, required: p.required } : p)) };
+    return { ...o, names: [...o.names, nameBytes], props: [...o.props, DECLINE], next: new Int32Array(o.names.length + 2).fill(-1), seen: new Uint32Array(o.names.length + 1) };
+  };
+  const parentBytes = Buffer.from(parent, 'utf8');
+  let k = root.names.findIndex((n) => Buffer.compare(n, parentBytes) === 0);
+  if (k < 0) {
+    root.names.push(parentBytes);
+    root.props.push(root.additional ? { ...ANY, object: declineName(undefined) } : DECLINE);
+    root.next = new Int32Array(root.names.length + 1).fill(-1);
+    root.seen = new Uint32Array(root.names.length);
+    k = root.names.length - 1;
+  } else {
+    const p = root.props[k]!;
+    if (!p.decline) root.props[k] = { ...p, object: declineName(p.object) };
+  }
+  return { root, parent: k };
+}
+
+// ---- Reading the bytes -------------------------------------------------------------------------------
+
+/** Bytes in a string: 0 plain, 1 `"`, 2 `\`, 3 a control character, 4 not ASCII. */
+const STR = new Uint8Array(256);
+for (let c = 0; c < 256; c++) STR[c] = c === 0x22 ? 1 : c === 0x5c ? 2 : c < 0x20 ? 3 : c >= 0x80 ? 4 : 0;
+/** Bytes that may follow `\` in a string. */
+const ESCAPE = new Uint8Array(256);
+for (const c of '"\\/bfnrtu') ESCAPE[c.charCodeAt(0)] = 1;
+const HEX = new Uint8Array(256);
+for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
+
+/** Set by readString: the string had an escape. */
+let hadEscape = false;
+/** Set by readNumber: the number had no fraction and no exponent. */
+let wasInteger = false;
+/** Set by readObject: how many members the object had. */
+let members = 0;
+/** Bumped per object read with a plan (for ObjectPlan.seen). */
+let generation = 0;
+
+// A line holds no newline: the one at or after the document's end (see checkDocumentBytes) stops every loop
+// here, so no read goes past the buffer (an out-of-bounds read makes V8's element loads generic: ~5× slower).
+function isWs(c: number): boolean {
+  return c === 0x20 || c === 0x09 || c === 0x0d;
+}
+
+/**
+ * The index after the UTF-8 sequence whose lead byte (≥ 0x80) is at i, or -1 when it is not well-formed
+ * (overlong, a surrogate, beyond U+10FFFF, truncated): the sequences TextDecoder reads without U+FFFD.
+ * Reads stop at the first byte that is not a continuation (the newline is not).
+ */
+function utf8End(b: Buffer, i: number): number {
+  const c = b[i]!;
+  const c1 = b[i + 1]!;
+  if (c >= 0xc2 && c <= 0xdf) return c1 >= 0x80 && c1 <= 0xbf ? i + 2 : -1;
+  if (c >= 0xe0 && c <= 0xef) {
+    if (c1 < (c === 0xe0 ? 0xa0 : 0x80) || c1 > (c === 0xed ? 0x9f : 0xbf)) return -1;
+    const c2 = b[i + 2]!;
+    return c2 >= 0x80 && c2 <= 0xbf ? i + 3 : -1;
+  }
+  if (c >= 0xf0 && c <= 0xf4) {
+    if (c1 < (c === 0xf0 ? 0x90 : 0x80) || c1 > (c === 0xf4 ? 0x8f : 0xbf)) return -1;
+    const c2 = b[i + 2]!;
+    if (c2 < 0x80 || c2 > 0xbf) return -1;
+    const c3 = b[i + 3]!;
+    return c3 >= 0x80 && c3 <= 0xbf ? i + 4 : -1;
+  }
+  return -1;
+}
+
+/** `i` at an opening quote: the index after the closing one, or -1. Sets hadEscape. */
+function readString(b: Buffer, i: number, end: number): number {
+  i++;
+  let escaped = false;
+  while (true) {
+    // (An unterminated string stops at the newline after the document.)
+    while (STR[b[i]!] === 0) i++;
+    if (i >= end) return -1;
+    const k = STR[b[i]!];
+    if (k === 1) {
+      hadEscape = escaped;
+      return i + 1;
+    }
+    if (k === 2) {
+      const e = b[i + 1]!;
+      if (ESCAPE[e] !== 1) return -1;
+      escaped = true;
+      if (e === 0x75) {
+        if (HEX[b[i + 2]!] !== 1 || HEX[b[i + 3]!] !== 1 || HEX[b[i + 4]!] !== 1 || HEX[b[i + 5]!] !== 1) return -1;
+        i += 6;
+      } else {
+        i += 2;
+      }
+    } else if (k === 4) {
+      i = utf8End(b, i);
+      if (i < 0 || i > end) return -1;
+    } else {
+      return -1;
+    }
+  }
+}
+
+/** `i` at a number's first byte: the index after it, or -1. Sets wasInteger. */
+function readNumber(b: Buffer, i: number): number {
+  let c = b[i]!;
+  if (c === 0x2d) c = b[++i]!;
+  if (c === 0x30) {
+    c = b[++i]!;
+  } else if (c >= 0x31 && c <= 0x39) {
+    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
+  } else {
+    return -1;
+  }
+  let integer = true;
+  if (c === 0x2e) {
+    integer = false;
+    c = b[++i]!;
+    if (!(c >= 0x30 && c <= 0x39)) return -1;
+    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
+  }
+  if (c === 0x65 || c === 0x45) {
+    integer = false;
+    c = b[++i]!;
+    if (c === 0x2b || c === 0x2d) c = b[++i]!;
+    if (!(c >= 0x30 && c <= 0x39)) return -1;
+    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
+  }
+  wasInteger = integer;
+  return i;
+}
+
+function literal(b: Buffer, i: number, end: number, text: string): number {
+  if (i + text.length > end) return -1;
+  for (let k = 0; k < text.length; k++) if (b[i + k] !== text.charCodeAt(k)) return -1;
+  return i + text.length;
+}
+
+/** The T_* bit of the value starting with byte c (a number's is T_NUMBER; see readValue). */
+function typeOfByte(c: number): number {
+  switch (c) {
+    case 0x22: return T_STRING;
+    case 0x7b: return T_OBJECT;
+    case 0x5b: return T_ARRAY;
+    case 0x74: case 0x66: return T_BOOLEAN;
+    case 0x6e: return T_NULL;
+    default: return (c >= 0x30 && c <= 0x39) || c === 0x2d ? T_NUMBER : 0;
+  }
+}
+
+/** Any JSON value at `i` (no whitespace before it): the index after it, or -1. */
+function readValue(b: Buffer, i: number, end: number, depth: number): number {
+  const c = b[i]!;
+  switch (c) {
+    case 0x22: return readString(b, i, end);
+    case 0x7b: return readObject(b, i, end, undefined, depth + 1);
+    case 0x5b: return readArray(b, i, end, depth + 1);
+    case 0x74: return literal(b, i, end, 'true');
+    case 0x66: return literal(b, i, end, 'false');
+    case 0x6e: return literal(b, i, end, 'null');
+    default: return readNumber(b, i);
+  }
+}
+
+function readArray(b: Buffer, i: number, end: number, depth: number): number {
+  if (depth > MAX_DEPTH) return -1;
+  i++;
+  while (isWs(b[i]!)) i++;
+  if (b[i] === 0x5d) return i + 1;
+  while (true) {
+    i = readValue(b, i, end, depth);
+    if (i < 0) return -1;
+    while (isWs(b[i]!)) i++;
+    const c = b[i];
+    if (c === 0x5d) return i + 1;
+    if (c !== 0x2c) return -1;
+    i++;
+    while (isWs(b[i]!)) i++;
+  }
+}
+
+function sameBytes(name: Uint8Array, b: Buffer, start: number, length: number): boolean {
+  if (name.length !== length) return false;
+  for (let k = 0; k < length; k++) if (name[k] !== b[start + k]) return false;
+  return true;
+}
+
+/** The property named b[start, start + length), or -1; `prev` is the property before it in this object (or -1). */
+function findProp(plan: ObjectPlan, b: Buffer, start: number, length: number, prev: number): number {
+  const guess = plan.next[prev + 1]!;
+  if (guess >= 0 && sameBytes(plan.names[guess]!, b, start, length)) return guess;
+  const names = plan.names;
+  for (let k = 0; k < names.length; k++) {
+    if (k !== guess && sameBytes(names[k]!, b, start, length)) {
+      plan.next[prev + 1] = k;
+      return k;
+    }
+  }
+  return -1;
+}
+
+/** Where the root object's last member was, for the splice (readObject with `root` set fills it). */
+interface RootInfo {
+  /** The root object's generation (ObjectPlan.seen). */
+  gen: number;
+  /** The last member's property index (-1: not a property, or no member). */
+  lastProp: number;
+  /** The index of the last member's value's last byte. */
+  lastValueEnd: number;
+  /** How many members the last member's value had (when it is an object). */
+  lastMembers: number;
+}
+
+/**
+ * The object at `i` (its `{`): the index after it, or -1 (invalid, or not certainly valid against `plan`).
+ * Without a plan any members are fine (grammar only). Sets `members`.
+ */
+function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefined, depth: number, root?: RootInfo): number {
+  if (depth > MAX_DEPTH) return -1;
+  const gen = plan === undefined ? 0 : (generation = (generation + 1) >>> 0 || 1);
+  if (root !== undefined) root.gen = gen;
+  let count = 0;
+  let required = 0;
+  let prev = -1;
+  i++;
+  while (isWs(b[i]!)) i++;
+  if (b[i] !== 0x7d) {
+    while (true) {
+      if (b[i] !== 0x22) return -1;
+      const keyStart = i + 1;
+      i = readString(b, i, end);
+      if (i < 0) return -1;
+      const keyEnd = i - 1;
+      while (isWs(b[i]!)) i++;
+      if (b[i] !== 0x3a) return -1;
+      i++;
+      while (isWs(b[i]!)) i++;
+      count++;
+      let k = -1;
+      if (plan === undefined) {
+        i = readValue(b, i, end, depth);
+      } else {
+        if (hadEscape) return -1;
+        k = findProp(plan, b, keyStart, keyEnd - keyStart, prev);
+        if (k < 0) {
+          if (!plan.additional) return -1;
+          i = readValue(b, i, end, depth);
+        } else {
+          prev = k;
+          const p = plan.props[k]!;
+          if (p.decline || plan.seen[k] === gen) return -1;
+          plan.seen[k] = gen;
+          if (p.required) required++;
+          const c = b[i]!;
+          let type = typeOfByte(c);
+          if ((p.types & type) === 0 && type !== T_NUMBER) return -1;
+          if (type === T_OBJECT && p.object !== undefined) {
+            i = readObject(b, i, end, p.object, depth + 1);
+          } else if (type === T_NUMBER) {
+            i = readNumber(b, i);
+            if (wasInteger) type = T_INTEGER;
+            if ((p.types & type) === 0) return -1;
+          } else {
+            i = readValue(b, i, end, depth);
+          }
+        }
+      }
+      if (i < 0) return -1;
+      if (root !== undefined) {
+        root.lastProp = k;
+        root.lastValueEnd = i - 1;
+        root.lastMembers = members;
+      }
+      while (isWs(b[i]!)) i++;
+      const c = b[i];
+      if (c === 0x7d) break;
+      if (c !== 0x2c) return -1;
+      i++;
+      while (isWs(b[i]!)) i++;
+    }
+  }
+  if (plan !== undefined && required !== plan.requiredCount) return -1;
+  members = count;
+  return i + 1;
+}
+
+/**
+ * Where `/<parent>/<name>` goes into a document's bytes, as spliceMemberAt decides it in the text: `at`
+ * (a byte index of the document) and which of the four inserts (see CollectionWriter).
+ */
+export interface BytesSplice {
+  at: number;
+  /** 0: no parent, the document has members; 1: no parent, empty document; 2: the parent (last member) has members; 3: it is empty. */
+  kind: number;
+}
+
+const ROOT: RootInfo = { gen: 0, lastProp: -1, lastValueEnd: -1, lastMembers: 0 };
+
+/**
+ * Checks the document `b[start, end)` against the plan (see above); true when it is certainly valid JSON of an
+ * object, in UTF-8, valid against the schema, and the UUID can be spliced in: `out` says where. False: not
+ * decided here. `b` must hold a newline (0x0a) at or after `end`, and none before it from `start` (a line).
+ */
+export function checkDocumentBytes(b: Buffer, start: number, end: number, plan: BytePlan, out: BytesSplice): boolean {
+  if (b[start] !== 0x7b) return false;
+  ROOT.lastProp = -1;
+  const after = readObject(b, start, end, plan.root, 1, ROOT);
+  if (after !== end) return false;
+  if (plan.root.seen[plan.parent] !== ROOT.gen) {
+    out.at = end - 1;
+    out.kind = members === 0 ? 1 : 0;
+    return true;
+  }
+  // The parent exists: it must be the last member and an object (its plan declined the UUID's member).
+  if (ROOT.lastProp !== plan.parent || b[ROOT.lastValueEnd] !== 0x7d) return false;
+  out.at = ROOT.lastValueEnd;
+  out.kind = ROOT.lastMembers === 0 ? 3 : 2;
+  return true;
+}
