@@ -52,6 +52,8 @@ interface Prop {
 export interface ObjectPlan {
   /** The properties' names as UTF-8, matched against member names' bytes. */
   names: Uint8Array[];
+  /** plain[k] = 1: name k has no `"`, `\` or control character (its JSON text is its bytes between quotes). */
+  plain: Uint8Array;
   props: Prop[];
   requiredCount: number;
   /** Members not in `properties` are allowed (additionalProperties absent or true). */
@@ -60,6 +62,15 @@ export interface ObjectPlan {
   next: Int32Array;
   /** seen[k] === generation: property k is present in the object being read (duplicates decline). */
   seen: Uint32Array;
+}
+
+/** The per-name arrays of a plan with these names (ObjectPlan.plain, next, seen). */
+function nameArrays(names: Uint8Array[]): Pick<ObjectPlan, 'plain' | 'next' | 'seen'> {
+  return {
+    plain: Uint8Array.from(names, (n) => (n.every((c) => c !== 0x22 && c !== 0x5c && c >= 0x20) ? 1 : 0)),
+    next: new Int32Array(names.length + 1).fill(-1),
+    seen: new Uint32Array(names.length),
+  };
 }
 
 const DECLINE: Prop = { types: 0, object: undefined, decline: true, required: false };
@@ -128,14 +139,8 @@ function compileObject(schema: JsonObject): ObjectPlan | undefined {
     props[k] = { ...props[k]!, required: true };
     requiredCount++;
   }
-  return {
-    names: names.map((n) => Buffer.from(n, 'utf8')),
-    props,
-    requiredCount,
-    additional,
-    next: new Int32Array(names.length + 1).fill(-1),
-    seen: new Uint32Array(names.length),
-  };
+  const bytes = names.map((n) => Buffer.from(n, 'utf8'));
+  return { names: bytes, props, requiredCount, additional, ...nameArrays(bytes) };
 }
 
 /** A collection's compiled write schema, with where its UUID goes. */
@@ -163,19 +168,19 @@ export function compileBytePlan(schema: JsonSchema, parent: string, name: string
   const root = compileObject(schema);
   if (root === undefined) return undefined;
   const declineName = (plan: ObjectPlan | undefined): ObjectPlan => {
-    const o = plan ?? { names: [], props: [], requiredCount: 0, additional: true, next: new Int32Array(1).fill(-1), seen: new Uint32Array(0) };
+    const o = plan ?? { names: [], props: [], requiredCount: 0, additional: true, ...nameArrays([]) };
     const nameBytes = Buffer.from(name, 'utf8');
     const j = o.names.findIndex((n) => Buffer.compare(n, nameBytes) === 0);
     if (j >= 0) return { ...o, props: o.props.map((p, i) => (i === j ? { ...DECLINE, required: p.required } : p)) };
-    return { ...o, names: [...o.names, nameBytes], props: [...o.props, DECLINE], next: new Int32Array(o.names.length + 2).fill(-1), seen: new Uint32Array(o.names.length + 1) };
+    const names = [...o.names, nameBytes];
+    return { ...o, names, props: [...o.props, DECLINE], ...nameArrays(names) };
   };
   const parentBytes = Buffer.from(parent, 'utf8');
   let k = root.names.findIndex((n) => Buffer.compare(n, parentBytes) === 0);
   if (k < 0) {
     root.names.push(parentBytes);
     root.props.push(root.additional ? { ...ANY, object: declineName(undefined) } : DECLINE);
-    root.next = new Int32Array(root.names.length + 1).fill(-1);
-    root.seen = new Uint32Array(root.names.length);
+    Object.assign(root, nameArrays(root.names));
     k = root.names.length - 1;
   } else {
     const p = root.props[k]!;
@@ -392,21 +397,39 @@ function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefi
   if (b[i] !== 0x7d) {
     while (true) {
       if (b[i] !== 0x22) return -1;
-      const keyStart = i + 1;
-      i = readString(b, i, end);
-      if (i < 0) return -1;
-      const keyEnd = i - 1;
+      let k = -1;
+      // The property that followed the previous one last time, compared in place (a plain name's bytes then a
+      // quote are exactly that name): most members, with no scan of the name.
+      const guess = plan === undefined ? -1 : plan.next[prev + 1]!;
+      let known = false;
+      if (guess >= 0 && plan!.plain[guess] === 1) {
+        const name = plan!.names[guess]!;
+        const from = i + 1;
+        let m = 0;
+        while (m < name.length && b[from + m] === name[m]) m++;
+        if (m === name.length && b[from + m] === 0x22) {
+          k = guess;
+          known = true;
+          i = from + m + 1;
+        }
+      }
+      if (!known) {
+        const keyStart = i + 1;
+        i = readString(b, i, end);
+        if (i < 0) return -1;
+        if (plan !== undefined) {
+          if (hadEscape) return -1;
+          k = findProp(plan, b, keyStart, i - 1 - keyStart, prev);
+        }
+      }
       while (isWs(b[i]!)) i++;
       if (b[i] !== 0x3a) return -1;
       i++;
       while (isWs(b[i]!)) i++;
       count++;
-      let k = -1;
       if (plan === undefined) {
         i = readValue(b, i, end, depth);
       } else {
-        if (hadEscape) return -1;
-        k = findProp(plan, b, keyStart, keyEnd - keyStart, prev);
         if (k < 0) {
           if (!plan.additional) return -1;
           i = readValue(b, i, end, depth);
@@ -419,7 +442,9 @@ function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefi
           const c = b[i]!;
           let type = typeOfByte(c);
           if ((p.types & type) === 0 && type !== T_NUMBER) return -1;
-          if (type === T_OBJECT && p.object !== undefined) {
+          if (type === T_STRING) {
+            i = readString(b, i, end);
+          } else if (type === T_OBJECT && p.object !== undefined) {
             i = readObject(b, i, end, p.object, depth + 1);
           } else if (type === T_NUMBER) {
             i = readNumber(b, i);

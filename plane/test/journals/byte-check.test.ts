@@ -119,6 +119,9 @@ test('byte-check: what it does not decide, or what is invalid, is declined (then
     [typedSchema, b('{"id":1,"b":"true"}')],
     [typedSchema, b(`{"id":1,"a":${'['.repeat(100)}${']'.repeat(100)}}`)],
     [closedSchema, b('{"id":"a","other":1}')],
+    // Names whose JSON text is not their bytes (a quote or backslash in them) are never matched in place.
+    [{ type: 'object', properties: { 'a\\': { type: 'integer' }, 'q"': { type: 'integer' } } }, b('{"a\\\\":"s"}')],
+    [{ type: 'object', properties: { 'a\\': { type: 'integer' }, 'q"': { type: 'integer' } } }, b('{"q\\"":"s"}')],
     // A duplicate counts once towards `required` (JSON.parse keeps one member).
     [{ ...(ridesSchema as JsonObject), required: ['ride_id', 'city'] }, b('{"ride_id":"x","ride_id":"y"}')],
   ];
