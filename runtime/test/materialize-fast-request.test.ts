@@ -60,6 +60,9 @@ describe('fastRequest: the lines the plane writes are answered, as the usual pat
     `{"store":{"binding":2,"keyPacked":"${KEY}","valuesPacked":"","doc":{}}}`,
     `{"store":{"binding":0,"keyPacked":"FQE=","valuesPacked":"AmEAFQU=","doc":{"a":1}}}`,
     '{"load":{"binding":1,"keyPacked":"FQE="}}',
+    // No document selected.
+    `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}"}}`,
+    `{"store":{"binding":1,"keyPacked":"${KEY}","valuesPacked":"","exists":true,"delete":true}}`,
     // base64url characters decode as the usual path decodes them (the same decoder).
     '{"load":{"keyPacked":"Ams_AA=="}}',
   ];
@@ -86,6 +89,9 @@ describe('fastRequest: lines it declines (the usual path answers or reports them
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC} ,"exists":true}}`,
     `{"store":{"key":["a"],"values":[1],"doc":${DOC}}}`,
     `{"store":{"keyPacked":"${KEY}","doc":${DOC}}}`,
+    `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","exists":true,"exists":true}}`,
+    `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","x":1}}`,
+    `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}" }}`,
     `{"store":{"keyPacked":"","valuesPacked":"${VALUES}","doc":${DOC}}}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC},"delete":true,"exists":true}}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC},"exists":true,"exists":false}}`,
@@ -120,7 +126,7 @@ describe('fastRequest: random variations agree with the usual path', () => {
     };
     const pieces = [' ', '\\', '"', '{', '}', '[', ']', ',', ':', '1', 'A', '=', '-', '_', '+', '/', 'true', 'null', '\\"', 'é', '\u0000', '\u0001'];
     const bases = [
-      STORE, LOAD, `{"store":{"binding":1,"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC},"exists":true,"delete":false}}`,
+      STORE, LOAD, `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","exists":true}}`, `{"store":{"binding":1,"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC},"exists":true,"delete":false}}`,
       '{"load":{"binding":2,"keyPacked":"FQE="}}', '{"store":{"keyPacked":"FQE=","valuesPacked":"AmEAFQU=","doc":{"a":[1,"x]"]},"exists":true}}',
     ];
     let answered = 0;

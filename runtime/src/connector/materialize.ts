@@ -147,7 +147,7 @@ const EMPTY_BODY: JsonObject = Object.freeze({}) as JsonObject;
 // JSON string of them is its own text.
 const B64 = '[A-Za-z0-9+/=_-]';
 const BINDING = '(?:"binding":(0|[1-9][0-9]{0,8}),)?';
-const STORE_HEAD = new RegExp(`\\{"store":\\{${BINDING}"keyPacked":"(${B64}+)","valuesPacked":"(${B64}*)","doc":`, 'y');
+const STORE_HEAD = new RegExp(`\\{"store":\\{${BINDING}"keyPacked":"(${B64}+)","valuesPacked":"(${B64}*)"(,"doc":)?`, 'y');
 const LOAD_LINE = new RegExp(`^\\{"load":\\{${BINDING}"keyPacked":"(${B64}+)"\\}\\}$`);
 
 /** A packed tuple that decodes cleanly, or undefined: the usual parse then reports what is wrong with it. */
@@ -162,7 +162,7 @@ function tupleOrUndefined(packed: string): TupleValue[] | undefined {
 
 /**
  * The session's fast path for store and load lines (RequestReader.fast), as the plane (and Flow's runtime) writes
- * them: `{"store":{["binding":N,]"keyPacked":"…","valuesPacked":"…","doc":{…}[,"exists":B][,"delete":B]}}` and
+ * them: `{"store":{["binding":N,]"keyPacked":"…","valuesPacked":"…"[,"doc":{…}][,"exists":B][,"delete":B]}}` and
  * `{"load":{["binding":N,]"keyPacked":"…"}}`, members in that order, no whitespace. The request is decoded
  * straight from the line: no envelope body, no JSON.parse, one grammar check of `doc` (json-check.ts). Why the
  * answer is the envelope parse's: the base64 strings decode cleanly only when every character is in the base64
@@ -193,11 +193,19 @@ export function fastRequest(line: Line, bindingCount: number): DecodedRequest | 
       exists = true;
       end -= 14;
     } else if (text.endsWith(',"exists":false', end)) end -= 15;
+    const keyPacked = m[2]!;
+    if (m[4] === undefined) {
+      // No document (none selected): nothing may be left between the values and the tail.
+      if (end !== STORE_HEAD.lastIndex) return undefined;
+      const key = tupleOrUndefined(keyPacked);
+      const values = tupleOrUndefined(m[3]!);
+      if (key === undefined || values === undefined) return undefined;
+      return { variant: 'store', body: EMPTY_BODY, line: line.line, store: { binding, key, values, keyPacked, exists, delete: del } };
+    }
     // `{` first and `}` last (the check allows whitespace around the object; the usual path's raw text has none).
     if (text.charCodeAt(STORE_HEAD.lastIndex) !== 0x7b || text.charCodeAt(end - 1) !== 0x7d) return undefined;
     const docJson = text.slice(STORE_HEAD.lastIndex, end);
     if (!isJsonObjectText(docJson)) return undefined;
-    const keyPacked = m[2]!;
     const key = tupleOrUndefined(keyPacked);
     const values = tupleOrUndefined(m[3]!);
     if (key === undefined || values === undefined) return undefined;
