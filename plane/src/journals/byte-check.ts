@@ -5,7 +5,8 @@
 // bytes again; that was most of the plane's main-thread work per document (issue 16). Here the bytes are
 // read once: JSON's grammar (exactly: what this accepts, JSON.parse accepts), UTF-8 (exactly: what this
 // accepts, decoding and encoding gives back unchanged), member names matched against the schema's
-// properties as bytes, each value's type by its first byte. The answer is only ever "valid, certainly" or
+// properties as bytes, each value's type by its first byte, and a few keywords on the value itself (ValueChecks:
+// format, string lengths, number bounds). The answer is only ever "valid, certainly" or
 // "don't know": anything this does not decide — a keyword beyond those above on a member that is present,
 // a missing required member, a type mismatch, a duplicate or escaped member name, a number that is not
 // plainly an integer where only integers are allowed, nesting beyond MAX_DEPTH, invalid JSON or UTF-8 —
@@ -13,6 +14,7 @@
 // It also finds where `_meta/uuid` goes (see BytesSplice), as spliceMemberAt does in the text.
 // Equivalence with ajv and JSON.parse: test/journals/byte-check.test.ts.
 import type { JsonObject, JsonSchema } from '@sluice/runtime';
+import { createAjv } from '../catalog/ajv.ts';
 
 const T_STRING = 1;
 const T_INTEGER = 2;
@@ -46,6 +48,46 @@ interface Prop {
   /** The member's schema has keywords this does not decide: decline when the member is present. */
   decline: boolean;
   required: boolean;
+  /** Checks on the value itself, read only for the keywords present (ValueChecks). */
+  checks?: ValueChecks;
+}
+
+/**
+ * The keywords decided on a value's bytes: a string's `format` (the very function ajv's document validator
+ * runs) and `minLength`/`maxLength` (code points: UTF-8 bytes that are not continuation bytes), for a string
+ * without escapes; a number's bounds, on the number JSON.parse reads (Number of the same digits). Each
+ * applies only to a value of its type, as in ajv.
+ */
+interface ValueChecks {
+  format?: (s: string) => boolean;
+  minLength?: number;
+  maxLength?: number;
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+}
+
+const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
+const BOUND_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
+
+/** ajv's string format functions, from an instance built as the document validator's are (catalog/ajv.ts). */
+let formats: Record<string, unknown> | undefined;
+
+/** The test ajv runs for `format` on a string, or undefined when it is not one this can run (unknown, async, for numbers). */
+function formatTest(name: unknown): ((s: string) => boolean) | undefined {
+  if (typeof name !== 'string') return undefined;
+  formats ??= createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false, validateSchema: false }).formats as Record<string, unknown>;
+  if (!Object.hasOwn(formats, name)) return undefined;
+  let def = formats[name];
+  if (def !== null && typeof def === 'object' && !(def instanceof RegExp)) {
+    const d = def as { type?: unknown; async?: unknown; validate?: unknown };
+    if ((d.type !== undefined && d.type !== 'string') || d.async === true) return undefined;
+    def = d.validate;
+  }
+  if (def instanceof RegExp) return (s) => def.test(s);
+  if (typeof def === 'function') return def as (s: string) => boolean;
+  return undefined;
 }
 
 /** A compiled object schema. */
@@ -96,13 +138,27 @@ function compileProp(schema: JsonSchema | undefined): Prop {
   if (schema === undefined || schema === true) return { types: T_ALL, object: undefined, decline: false, required: false };
   if (!isObject(schema)) return DECLINE;
   let objectKeywords = false;
+  let checks: ValueChecks | undefined;
   for (const k in schema) {
     if (k === 'type' || isAnnotation(k)) continue;
     if (k === 'properties' || k === 'required' || k === 'additionalProperties') {
       objectKeywords = true;
       continue;
     }
-    return DECLINE;
+    const v = schema[k];
+    if (k === 'format') {
+      const test = formatTest(v);
+      if (test === undefined) return DECLINE;
+      (checks ??= {}).format = test;
+    } else if ((LENGTH_KEYWORDS as readonly string[]).includes(k)) {
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) return DECLINE;
+      (checks ??= {})[k as typeof LENGTH_KEYWORDS[number]] = v;
+    } else if ((BOUND_KEYWORDS as readonly string[]).includes(k)) {
+      if (typeof v !== 'number' || !Number.isFinite(v)) return DECLINE;
+      (checks ??= {})[k as typeof BOUND_KEYWORDS[number]] = v;
+    } else {
+      return DECLINE;
+    }
   }
   const types = typesOf(schema['type']);
   if (types === undefined) return DECLINE;
@@ -111,7 +167,26 @@ function compileProp(schema: JsonSchema | undefined): Prop {
     object = compileObject(schema);
     if (object === undefined) return DECLINE;
   }
-  return { types, object, decline: false, required: false };
+  return checks === undefined ? { types, object, decline: false, required: false } : { types, object, decline: false, required: false, checks };
+}
+
+/** A string's checks, on its bytes b[start, end) (between the quotes; hadEscape from reading it). */
+function stringPasses(b: Buffer, start: number, end: number, c: ValueChecks): boolean {
+  if (hadEscape) return false;
+  if (c.minLength !== undefined || c.maxLength !== undefined) {
+    let n = 0;
+    for (let k = start; k < end; k++) if ((b[k]! & 0xc0) !== 0x80) n++;
+    if ((c.minLength !== undefined && n < c.minLength) || (c.maxLength !== undefined && n > c.maxLength)) return false;
+  }
+  return c.format === undefined || c.format(b.toString('utf8', start, end)) === true;
+}
+
+/** A number's bounds, on its token b[start, end). */
+function numberPasses(b: Buffer, start: number, end: number, c: ValueChecks): boolean {
+  if (c.minimum === undefined && c.maximum === undefined && c.exclusiveMinimum === undefined && c.exclusiveMaximum === undefined) return true;
+  const v = Number(b.toString('latin1', start, end));
+  return !((c.minimum !== undefined && v < c.minimum) || (c.maximum !== undefined && v > c.maximum)
+    || (c.exclusiveMinimum !== undefined && v <= c.exclusiveMinimum) || (c.exclusiveMaximum !== undefined && v >= c.exclusiveMaximum));
 }
 
 /** `properties`, `required` and `additionalProperties` of an object schema as a plan; undefined when not decidable. */
@@ -443,13 +518,18 @@ function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefi
           let type = typeOfByte(c);
           if ((p.types & type) === 0 && type !== T_NUMBER) return -1;
           if (type === T_STRING) {
+            const from = i;
             i = readString(b, i, end);
+            if (i >= 0 && p.checks !== undefined && !stringPasses(b, from + 1, i - 1, p.checks)) return -1;
           } else if (type === T_OBJECT && p.object !== undefined) {
             i = readObject(b, i, end, p.object, depth + 1);
           } else if (type === T_NUMBER) {
+            const from = i;
             i = readNumber(b, i);
+            if (i < 0) return -1;
             if (wasInteger) type = T_INTEGER;
             if ((p.types & type) === 0) return -1;
+            if (p.checks !== undefined && !numberPasses(b, from, i, p.checks)) return -1;
           } else {
             i = readValue(b, i, end, depth);
           }
