@@ -76,9 +76,36 @@ export function userCacheDir(name, env = process.env) {
  */
 export function privateDir(dir) {
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    makeDirs(dir, 0o700);
   } catch {
     // Read-only or not creatable: the check below decides.
   }
   return untrustedDir(dir) === null ? dir : undefined;
+}
+
+/**
+ * `mkdir -p` that gives up on the first error: the missing ancestors are found first, then made top-down.
+ * Not Node's `mkdirSync(dir, {recursive: true})`, which never returns when making a directory answers
+ * ENOENT for a parent that exists — under /proc, say (XDG_CACHE_HOME=/proc/x made every bin spin at full CPU
+ * before it loaded anything; Node 20 and 24 alike).
+ * @param {string} dir @param {number} mode
+ */
+export function makeDirs(dir, mode) {
+  const missing = [];
+  for (let p = dir; ; p = dirname(p)) {
+    try {
+      lstatSync(p);
+      break;
+    } catch (err) {
+      if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'ENOENT' || dirname(p) === p) throw err;
+      missing.push(p);
+    }
+  }
+  for (const p of missing.reverse()) {
+    try {
+      mkdirSync(p, { mode });
+    } catch (err) {
+      if (/** @type {NodeJS.ErrnoException} */ (err).code !== 'EEXIST') throw err;
+    }
+  }
 }

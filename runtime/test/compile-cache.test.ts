@@ -20,7 +20,8 @@ process.stdout.write(JSON.stringify({ used: used ?? null, dir: getCompileCacheDi
 function run(env: Record<string, string>): { used: string | null; dir: string | null } {
   const base: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('NODE_') && k !== 'SLUICE_COMPILE_CACHE') base[k] = v;
-  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', CHILD], { env: { ...base, ...env }, encoding: 'utf8' })) as { used: string | null; dir: string | null };
+  // A deadline: a start that never returns (see the /proc case below) fails here, naming what was awaited.
+  return JSON.parse(execFileSync(process.execPath, ['--input-type=module', '-e', CHILD], { env: { ...base, ...env }, encoding: 'utf8', timeout: 60_000 })) as { used: string | null; dir: string | null };
 }
 
 describe('the compile cache the launcher turns on', () => {
@@ -54,5 +55,12 @@ describe('the compile cache the launcher turns on', () => {
     const explicit = join(root, 'explicit');
     const got = run({ NODE_COMPILE_CACHE: explicit });
     assert.ok(got.dir?.startsWith(`${explicit}/`), `cache in ${got.dir}, expected under ${explicit}`);
+  });
+
+  it('is off, and the start goes on, when its directory cannot be made (XDG_CACHE_HOME under /proc)', { skip: process.platform !== 'linux' && 'needs /proc (Linux)' }, () => {
+    // mkdirSync(…, {recursive: true}) never returned there (ENOENT for a parent that exists): every bin hung.
+    const got = run({ XDG_CACHE_HOME: '/proc/sluice-no-such-dir' });
+    assert.equal(got.used, null);
+    assert.equal(got.dir, null);
   });
 });

@@ -11,10 +11,10 @@
 // renaming what is ours); anything else and the validator is compiled instead. Every cached file carries
 // HMAC-SHA256(key, cache key + code) with a 256-bit key kept in the directory (0600 when we create it).
 import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, lstatSync, openSync, readFileSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { getCompileCacheDir } from 'node:module';
 import { join, resolve } from 'node:path';
-import { untrustedDir, untrustedStat, userCacheDir } from '../private-dir.js';
+import { makeDirs, untrustedDir, untrustedStat, userCacheDir } from '../private-dir.js';
 
 const CACHE_FORMAT = 2;
 const HEADER = '// sluice-validator hmac-sha256 ';
@@ -63,7 +63,7 @@ export class ValidatorCache {
     if (this.#key !== undefined && (this.#key !== null || !create)) return this.#key;
     if (create) {
       try {
-        mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+        makeDirs(this.dir, 0o700);
       } catch {
         // Read-only or missing: fall through to the checks, which decide.
       }
