@@ -107,8 +107,19 @@ function asBytes(docs: { binding: number; text: string }[]): SourceDocument[] {
   return out;
 }
 
+/** Journal chunks: runs of one binding's documents as whole lines of one buffer each (the plane's shape). */
+function asChunks(docs: { binding: number; text: string }[]): { binding: number; data: Buffer }[] {
+  const out: { binding: number; texts: string[] }[] = [];
+  for (const d of docs) {
+    const last = out.at(-1);
+    if (last?.binding === d.binding) last.texts.push(d.text);
+    else out.push({ binding: d.binding, texts: [d.text] });
+  }
+  return out.map((c) => ({ binding: c.binding, data: Buffer.from(`${c.texts.join('\n')}\n`) }));
+}
+
 async function run(opts: {
-  bindings: { delta?: boolean }[]; txns: { binding: number; text: string }[][]; bytes: boolean; byteLines: boolean;
+  bindings: { delta?: boolean }[]; txns: { binding: number; text: string }[][]; bytes: boolean | 'chunks'; byteLines: boolean;
   existing?: Map<string, JsonValue>; maxKeys?: (Buffer | undefined)[]; reduce?: ReduceFn; disableLoadOptimization?: boolean;
 }): Promise<string[]> {
   const { session, lines } = scripted(opts.existing ?? new Map(), opts.byteLines);
@@ -120,7 +131,8 @@ async function run(opts: {
     nextTransaction: async () => {
       const t = opts.txns[next++];
       if (t === undefined) return undefined;
-      return { docs: opts.bytes ? asBytes(t) : t, checkpoint: { sources: { j: { readThrough: String(next) } } } };
+      const checkpoint = { sources: { j: { readThrough: String(next) } } };
+      return opts.bytes === 'chunks' ? { chunks: asChunks(t), checkpoint } : { docs: opts.bytes ? asBytes(t) : t, checkpoint };
     },
   });
   return lines.filter((l) => l.startsWith('{"store"') || l.startsWith('{"load"'));
@@ -141,9 +153,9 @@ describe('materialize driver: combine and store lines', () => {
     { binding: 0, text: '{"id":"f","_meta":{"op":"d"}}' },
     { binding: 0, text: doc('f', 'back again') },
   ];
-  for (const bytes of [true, false]) {
+  for (const bytes of [true, false, 'chunks'] as const) {
     for (const byteLines of [true, false]) {
-      it(`last write wins by key, first-seen order, deletions (documents as ${bytes ? 'bytes' : 'text'}, lines as ${byteLines ? 'bytes' : 'strings'})`, async () => {
+      it(`last write wins by key, first-seen order, deletions (documents as ${bytes === 'chunks' ? 'chunks' : bytes ? 'bytes' : 'text'}, lines as ${byteLines ? 'bytes' : 'strings'})`, async () => {
         const got = await run({ bindings: [{}, {}], txns: [docs], bytes, byteLines });
         // New bindings: every key is above the (empty) max, so nothing is loaded.
         assert.deepEqual(got, [
@@ -158,7 +170,7 @@ describe('materialize driver: combine and store lines', () => {
     const existing = new Map<string, JsonValue>([[`0:${key('a')}`, { id: 'a', v: 0 }]]);
     const maxKeys = [Buffer.from(key('m'), 'base64'), Buffer.from(key('m'), 'base64')];
     const txn = [{ binding: 0, text: doc('a', 1) }, { binding: 0, text: doc('b', 2) }, { binding: 0, text: doc('z', 3) }, { binding: 1, text: doc('a', 4) }];
-    for (const bytes of [true, false]) {
+    for (const bytes of [true, false, 'chunks'] as const) {
       const got = await run({ bindings: [{}, { delta: true }], txns: [txn, [{ binding: 0, text: doc('y', 5) }]], bytes, byteLines: true, existing, maxKeys });
       assert.deepEqual(got, [
         `{"load":{"keyPacked":"${key('a')}"}}`, `{"load":{"keyPacked":"${key('b')}"}}`,
@@ -173,7 +185,7 @@ describe('materialize driver: combine and store lines', () => {
     const existing = new Map<string, JsonValue>([[`0:${key('a')}`, { id: 'a', v: 100 }]]);
     const sum: ReduceFn = (l, r) => ({ ...(r as JsonObject), v: Number((l as JsonObject)['v']) + Number((r as JsonObject)['v']) });
     const txn = [{ binding: 0, text: doc('a', 1) }, { binding: 0, text: doc('b', 2) }, { binding: 0, text: doc('a', 3) }, { binding: 0, text: doc('c', 4, ' ') }];
-    for (const bytes of [true, false]) {
+    for (const bytes of [true, false, 'chunks'] as const) {
       const got = await run({ bindings: [{}], txns: [txn], bytes, byteLines: true, existing, maxKeys: [Buffer.from([0xff])], reduce: sum });
       const a = { ...(parseDocument(txn[2]!.text) as JsonObject), v: 104 };
       assert.deepEqual(got, [

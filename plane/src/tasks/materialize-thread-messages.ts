@@ -2,7 +2,7 @@
 // other, and the journal bytes a transaction carries between them. Kept apart from both sides so that
 // each imports only what it needs (the thread loads no journal store, the main thread no driver loop).
 import type { ConnectorState, JsonObject, JsonSchema, MaterializationSpec, RuntimeCheckpoint } from '@sluice/runtime';
-import type { ConnectorTarget, SourceDocument, TransactionStats } from '@sluice/runtime/host';
+import type { ConnectorTarget, TransactionStats } from '@sluice/runtime/host';
 import type { SerializedError } from '@sluice/runtime/thread';
 import type { ConnectorLogEvent } from './session.ts';
 
@@ -19,18 +19,9 @@ export interface ChunkedTransaction {
   checkpoint: RuntimeCheckpoint;
 }
 
-/** The source documents of a transaction's chunks, in order: one line each, as bytes (decoded only where parsed). */
-export function* sourceDocuments(chunks: JournalChunk[]): Generator<SourceDocument> {
-  for (const c of chunks) {
-    const data = Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength);
-    let i = 0;
-    while (i < data.length) {
-      const nl = data.indexOf(10, i);
-      if (nl === -1) throw new Error(`a journal chunk of binding ${c.binding} does not end with a newline`);
-      yield { binding: c.binding, data, start: i, end: nl };
-      i = nl + 1;
-    }
-  }
+/** A transaction's chunks as the materialize driver reads them (whole lines; Buffers over the same bytes). */
+export function driverChunks(chunks: JournalChunk[]): { binding: number; data: Buffer }[] {
+  return chunks.map((c) => ({ binding: c.binding, data: Buffer.from(c.data.buffer, c.data.byteOffset, c.data.byteLength) }));
 }
 
 /** How the thread rebuilds each binding's options (functions cannot cross; the schema and window can). */

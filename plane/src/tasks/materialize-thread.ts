@@ -9,7 +9,7 @@ import { runMaterializeDriver, type ConnectorTarget, type DriverBindingOptions }
 import type { JsonValue } from '@sluice/runtime';
 import { createReducer } from '../catalog/reduce.ts';
 import { hostSession, SpareConnector } from './host-session.ts';
-import { sourceDocuments, type ChunkedTransaction, type FromThread, type ThreadCalls, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
+import { driverChunks, type ChunkedTransaction, type FromThread, type ThreadCalls, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
 import type { ConnectorSession } from './session.ts';
 import type { MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
 
@@ -91,7 +91,7 @@ async function run(s: ThreadStart): Promise<void> {
     nextTransaction: async (from) => {
       const txn = await call('next', from);
       if (txn !== undefined) inFlight.push(txn.chunks.map((c) => c.data.buffer as ArrayBuffer));
-      return txn === undefined ? undefined : { docs: sourceDocuments(txn.chunks), checkpoint: txn.checkpoint };
+      return txn === undefined ? undefined : { chunks: driverChunks(txn.chunks), checkpoint: txn.checkpoint };
     },
     onAcknowledged: async (state) => { await call('acknowledged', state); },
     onFlushed: async (state, maxKeys) => { await call('flushed', { state, maxKeys }); },

@@ -17,7 +17,7 @@ import { createReducer, isLastWriteWins, type Reducer } from '../catalog/reduce.
 import type { JournalInfo, JournalStore } from '../journals/store.ts';
 import { encodePartitionValue } from '../journals/names.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
-import { sourceDocuments, type ChunkedTransaction, type FromThread, type JournalChunk, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
+import { driverChunks, type ChunkedTransaction, type FromThread, type JournalChunk, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
 import { applyStateUpdate as applyState } from '@sluice/runtime';
 
 export const PARTITION_LABEL_PREFIX = 'estuary.dev/field/';
@@ -360,7 +360,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
     ...callbacks,
     nextTransaction: async () => {
       const txn = await readTransaction();
-      return txn === undefined ? undefined : { docs: sourceDocuments(txn.chunks), checkpoint: txn.checkpoint };
+      return txn === undefined ? undefined : { chunks: driverChunks(txn.chunks), checkpoint: txn.checkpoint };
     },
   });
 }

@@ -69,7 +69,10 @@ export interface SourceDocument {
 
 /** A transaction's input: its documents (in order) and the runtime checkpoint once they are committed. */
 export interface TransactionInput {
-  docs: Iterable<SourceDocument>;
+  /** The documents, unless `chunks` holds them. */
+  docs?: Iterable<SourceDocument>;
+  /** Or: the documents as whole lines (each ending with `\n`) of buffers, in order (the plane's journal chunks). */
+  chunks?: { binding: number; data: Buffer }[];
   checkpoint: RuntimeCheckpoint;
 }
 
@@ -201,6 +204,8 @@ interface Plan {
   window: DriverBindingOptions['window'];
   uuidAt: ((doc: JsonValue | undefined) => JsonValue | undefined) | undefined;
   prefix: string;
+  /** A load line up to its key: `{"load":{"binding":N,"keyPacked":"`. */
+  loadHead: string;
 }
 
 /** True when a document is a deletion (Flow: `_meta/op` is "d"). */
@@ -238,6 +243,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       window: extra.window,
       uuidAt: extra.window ? pointerResolver(extra.window.uuidPtr) : undefined,
       prefix: index === 0 ? '' : `"binding":${index},`,
+      loadHead: `{"load":{${index === 0 ? '' : `"binding":${index},`}"keyPacked":"`,
     };
   });
   const recv = async (awaiting: string): Promise<MaterializeResponse> => {
@@ -279,13 +285,16 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     stats: TransactionStats;
     /** Per binding: the entry with the largest key above the binding's max, or -1. */
     nextMax: number[];
-    /** Load lines not yet sent (combined before `acknowledge` went out), in order. */
-    loads: string[];
+    /** Loads not yet sent (combined before `acknowledge` went out), in order: binding and entry, in pairs. */
+    loads: number[];
   }
   // Tables (and their arena) of transactions whose stores were sent, for the next ones (fresh memory costs
   // a page fault per 4 KiB on first touch; two transactions are in flight at most).
   const spareTables: CombineTable[][] = [];
   const out = new LineOut(session);
+  // Load lines go through their own buffer: a transaction's loads are written while the previous one's stores
+  // may still be on their way (out); both are flushed before the request that must follow them.
+  const loadsOut = new LineOut(session);
   // Combine by key (loads are sent as keys are first seen — the connector stages them — once `acknowledge`
   // has gone out; before that they are kept and sent after it).
   const combine = async (input: TransactionInput, sendLoads: boolean): Promise<Combined> => {
@@ -303,18 +312,12 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     let src = -1;
     const stats: TransactionStats = { perBinding: plans.map(() => ({ docsRead: 0, bytesRead: 0, stored: 0, loaded: 0 })) };
     const nextMax = plans.map(() => -1);
-    const loads: string[] = [];
-    let n = 0;
-    for (const d of input.docs) {
-      // Let the event loop run now and then: the previous transaction's stores may still be on their way
-      // to the connector (they are written without waiting for the pipe, see below).
-      if ((++n & 127) === 0) await new Promise<void>((resolve) => setImmediate(resolve));
-      const plan = plans[d.binding];
-      if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${d.binding}, but the materialization has ${plans.length}`);
-      const table = tables[d.binding]!;
-      const data = d.data;
-      const start = d.start ?? 0;
-      const end = d.end ?? 0;
+    const loads: number[] = [];
+    /** Combines one document (its bytes data[start, end), or its text). */
+    const add = (binding: number, data: Buffer | undefined, start: number, end: number, docText: string | undefined): void => {
+      const plan = plans[binding];
+      if (plan === undefined) throw new ProtocolError(`${name}: a source document names binding ${binding}, but the materialization has ${plans.length}`);
+      const table = tables[binding]!;
       if (data !== undefined && data !== lastData) {
         lastData = data;
         src = srcs.length;
@@ -340,10 +343,10 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         table.end[e] = end;
         table.texts[e] = undefined;
       } else {
-        text = d.text ?? data?.toString('utf8', start, end);
-        if (text === undefined) throw new ProtocolError(`${name}: a source document of binding ${d.binding} has neither text nor bytes`);
+        text = docText ?? data?.toString('utf8', start, end);
+        if (text === undefined) throw new ProtocolError(`${name}: a source document of binding ${binding} has neither text nor bytes`);
         value = parseDocument(text);
-        if (plan.window !== undefined && !inWindow(plan, value)) continue;
+        if (plan.window !== undefined && !inWindow(plan, value)) return;
         const k = plan.packer.keyView(value);
         e = table.find(k, k.length);
         if (e < 0) {
@@ -371,28 +374,62 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
           table.texts[e] = undefined;
         }
       }
-      const s = stats.perBinding[d.binding]!;
+      const s = stats.perBinding[binding]!;
       s.docsRead++;
       s.bytesRead += (data !== undefined ? end - start : (text ?? '').length) + 1;
-      if (!isNew) continue;
+      if (!isNew) return;
       // Load optimization: a key above the largest ever stored cannot exist.
       let load = !plan.delta;
-      if (table.compareKey(e, maxKeys[d.binding]!) > 0) {
-        const nm = nextMax[d.binding]!;
-        if (nm < 0 || table.compareKeys(e, nm) > 0) nextMax[d.binding] = e;
+      if (table.compareKey(e, maxKeys[binding]!) > 0) {
+        const nm = nextMax[binding]!;
+        if (nm < 0 || table.compareKeys(e, nm) > 0) nextMax[binding] = e;
         if (!disableLoadOptimization) load = false;
       }
-      if (!load) continue;
-      const at = table.keyAt[e]!;
-      const line = `{"load":{${plan.prefix}"keyPacked":"${table.arena.buf.toString('base64', at, at + table.keyLen[e]!)}"}}\n`;
-      if (sendLoads) await session.sendLine(line);
-      else loads.push(line);
+      if (!load) return;
+      if (sendLoads) writeLoad(binding, table, e);
+      else loads.push(binding, e);
+    };
+    let n = 0;
+    // Let the event loop run now and then: the previous transaction's stores may still be on their way
+    // to the connector (they are written without waiting for the pipe, see below).
+    const pause = () => new Promise<void>((resolve) => setImmediate(resolve));
+    if (input.chunks !== undefined) {
+      // Whole lines of journal chunks, read here: no object per document.
+      for (const c of input.chunks) {
+        const data = c.data;
+        let i = 0;
+        while (i < data.length) {
+          const nl = data.indexOf(10, i);
+          if (nl === -1) throw new ProtocolError(`${name}: a journal chunk of binding ${c.binding} does not end with a newline`);
+          add(c.binding, data, i, nl, undefined);
+          i = nl + 1;
+          if ((++n & 127) === 0) await pause();
+          if (loadsOut.len >= LINE_BATCH) await loadsOut.flush();
+        }
+      }
+    } else {
+      for (const d of input.docs ?? []) {
+        add(d.binding, d.data, d.start ?? 0, d.end ?? 0, d.text);
+        if ((++n & 127) === 0) await pause();
+        if (loadsOut.len >= LINE_BATCH) await loadsOut.flush();
+      }
     }
     return { input, tables, srcs, stats, nextMax, loads };
   };
-  /** Sends the load lines a transaction combined before `acknowledge` went out. */
+  /** Writes a load line for entry e of a binding's table (sent with loadsOut's next flush). */
+  const writeLoad = (binding: number, table: CombineTable, e: number): void => {
+    loadsOut.ascii(plans[binding]!.loadHead);
+    const at = table.keyAt[e]!;
+    loadsOut.base64(table.arena.buf, at, at + table.keyLen[e]!);
+    loadsOut.ascii('"}}\n');
+  };
+  /** Sends the loads a transaction combined before `acknowledge` went out. */
   const sendHeldLoads = async (t: Combined): Promise<void> => {
-    for (const line of t.loads) await session.sendLine(line);
+    const loads = t.loads;
+    for (let i = 0; i < loads.length; i += 2) {
+      writeLoad(loads[i]!, t.tables[loads[i]!]!, loads[i + 1]!);
+      if (loadsOut.len >= LINE_BATCH) await loadsOut.flush();
+    }
     t.loads = [];
   };
 
@@ -410,6 +447,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
 
     const acked = await expect('acknowledged');
     if (acked['state'] !== undefined) await o.onAcknowledged?.(acked['state'] as ConnectorState);
+    await loadsOut.flush();
     await session.send({ flush: {} });
     let flushedState: ConnectorState | undefined;
     while (true) {

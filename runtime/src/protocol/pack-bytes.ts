@@ -57,10 +57,12 @@ interface Node {
   indexChild: boolean;
   /** Every slot at or below this node (cleared when the member occurs again: the last one wins, as JSON.parse). */
   below: number[];
+  /** Per member position: the child matched there last time (documents repeat their member order), or -1. */
+  guess: number[];
 }
 
 function newNode(): Node {
-  return { slot: -1, names: [], children: [], indexChild: false, below: [] };
+  return { slot: -1, names: [], children: [], indexChild: false, below: [], guess: [] };
 }
 
 /** Field extraction kinds. */
@@ -173,6 +175,7 @@ class Scanner implements BytePacker {
     const b = this.#buf;
     i = this.#ws(i + 1);
     if (i < this.#limit && b[i] === 0x7d) return i + 1;
+    let member = 0;
     while (true) {
       if (i >= this.#limit || b[i] !== 0x22) return -1;
       const nameStart = i + 1;
@@ -181,7 +184,7 @@ class Scanner implements BytePacker {
       let child: Node | null = null;
       if (node !== null) {
         if (this.#escaped) return -1;
-        child = this.#child(node, nameStart, nameEnd - 1);
+        child = this.#child(node, nameStart, nameEnd - 1, member++);
       }
       i = this.#ws(nameEnd);
       if (i >= this.#limit || b[i] !== 0x3a) return -1;
@@ -219,15 +222,25 @@ class Scanner implements BytePacker {
     }
   }
 
-  /** The child of `node` named by the bytes [s, e), or null. */
-  #child(node: Node, s: number, e: number): Node | null {
+  /** The child of `node` named by the bytes [s, e) (the object's member number `at`), or null. */
+  #child(node: Node, s: number, e: number, at: number): Node | null {
     const names = node.names;
     const b = this.#buf;
     const len = e - s;
+    const guess = node.guess[at] ?? -1;
+    if (guess >= 0) {
+      const n = names[guess]!;
+      if (n.length === len) {
+        let j = 0;
+        while (j < len && n[j] === b[s + j]) j++;
+        if (j === len) return node.children[guess]!;
+      }
+    }
     outer: for (let k = 0; k < names.length; k++) {
       const n = names[k]!;
       if (n.length !== len) continue;
       for (let j = 0; j < len; j++) if (n[j] !== b[s + j]) continue outer;
+      if (at < 64) node.guess[at] = k;
       return node.children[k]!;
     }
     return null;
@@ -307,6 +320,9 @@ class Scanner implements BytePacker {
     let escaped = false;
     i++;
     while (i < n) {
+      // The run of plain ASCII first (most of a document's bytes).
+      while (i < n && STRING_PLAIN[b[i]!] === 1) i++;
+      if (i >= n) return -1;
       const c = b[i]!;
       if (c === 0x22) {
         this.#escaped = escaped;
@@ -544,6 +560,10 @@ class Scanner implements BytePacker {
     out.len = at;
   }
 }
+
+/** 1 for a byte a string holds as itself and that needs no check: printable ASCII but `"` and `\\`. */
+const STRING_PLAIN = new Uint8Array(256);
+for (let c = 0x20; c < 0x80; c++) STRING_PLAIN[c] = c === 0x22 || c === 0x5c ? 0 : 1;
 
 function hexValue(c: number): number {
   if (c >= 0x30 && c <= 0x39) return c - 0x30;
