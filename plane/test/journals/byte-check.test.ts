@@ -147,6 +147,19 @@ test('byte-check: what it does not decide, or what is invalid, is declined (then
   for (const [schema, doc] of declined) assert.equal(agrees(schema, doc, doc.toString('hex')), false, `accepted ${doc.toString('utf8')}`);
 });
 
+test('byte-check: a string is read 4 bytes at a time — a control character, quote, backslash or non-ASCII byte anywhere in it is seen', () => {
+  for (let length = 1; length <= 13; length++) {
+    for (let at = 0; at < length; at++) {
+      const text = (piece: string) => `${'x'.repeat(at)}${piece}${'y'.repeat(length - at - 1)}`;
+      assert.equal(agrees(ridesSchema, b(`{"ride_id":"${text('\t')}"}`), `tab at ${at}`), false, `a tab at ${at} of ${length}`);
+      assert.equal(agrees(ridesSchema, Buffer.concat([b(`{"ride_id":"${'x'.repeat(at)}`), Buffer.from([0xff]), b(`${'y'.repeat(length - at - 1)}"}`)]), `0xff at ${at}`), false, `0xff at ${at} of ${length}`);
+      assert.ok(agrees(ridesSchema, b(`{"ride_id":"${text('\\"')}"}`), `escaped quote at ${at}`), `an escaped quote at ${at} of ${length}`);
+      assert.ok(agrees(ridesSchema, b(`{"ride_id":"${text('é')}"}`), `é at ${at}`), `é at ${at} of ${length}`);
+      assert.equal(agrees(ridesSchema, b(`{"ride_id":"${text('"')}"}`), `quote at ${at}`), false, `a quote at ${at} of ${length}`);
+    }
+  }
+});
+
 test('byte-check: schemas it does not decide at the root get no plan; a keyword it does not know on a member declines only that member', () => {
   for (const schema of [true, false, { type: 'array' }, { type: 'object', minProperties: 1 }, { type: 'object', patternProperties: { a: {} } }, { $ref: '#/$defs/x', $defs: { x: {} } }, { type: 'object', additionalProperties: { type: 'string' } }] as JsonSchema[]) {
     assert.equal(compileBytePlan(schema, '_meta', 'uuid'), undefined, JSON.stringify(schema));
