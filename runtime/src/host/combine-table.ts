@@ -6,31 +6,25 @@
 // materialization thread's GC, issue 16), and keying a Map by each key's base64 string cost an
 // encoding and a string per document. A reducing binding keeps its combined documents beside the rows.
 import type { JsonValue } from '../protocol/specs.ts';
+import { ByteSink } from '../protocol/tuple.ts';
 
-/** Bytes of a transaction, back to back in one buffer outside the JS heap (reused across transactions). */
-export class Arena {
-  buf: Buffer;
-  len = 0;
-
+/**
+ * Bytes of a transaction, back to back in one buffer outside the JS heap (reused across transactions): the
+ * byte packer appends a document's values here directly (BytePacker.packInto), keys are copied in.
+ */
+export class Arena extends ByteSink {
   constructor(size: number) {
+    super();
     this.buf = Buffer.allocUnsafeSlow(size);
   }
 
   /** Appends src[start, end); returns where the bytes start. */
   add(src: Uint8Array, start: number, end: number): number {
     const n = end - start;
-    if (this.len + n > this.buf.length) {
-      const next = Buffer.allocUnsafeSlow(Math.max(2 * this.buf.length, this.len + n));
-      this.buf.copy(next, 0, 0, this.len);
-      this.buf = next;
-    }
+    this.ensure(n);
     const at = this.len;
     const b = this.buf;
-    if (n <= 32) {
-      for (let i = 0; i < n; i++) b[at + i] = src[start + i]!;
-    } else {
-      b.set(src.subarray(start, end), at);
-    }
+    for (let i = 0; i < n; i++) b[at + i] = src[start + i]!;
     this.len += n;
     return at;
   }

@@ -328,21 +328,24 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       let text: string | undefined;
       let e: number;
       let isNew = false;
-      if (bp !== undefined && data !== undefined && bp.pack(data, start, end)) {
-        // The fast path: key and values packed from the document's bytes.
+      const valuesAt = arena!.len;
+      if (bp !== undefined && data !== undefined && bp.packInto(data, start, end, arena!)) {
+        // The fast path: key and values packed from the document's bytes (the values straight into the arena).
+        const valuesEnd = arena!.len;
         e = table.find(bp.key.buf, bp.key.len);
         if (e < 0) {
           e = table.insert(bp.key.buf, bp.key.len);
           isNew = true;
         }
-        table.valuesAt[e] = arena!.add(bp.values.buf, 0, bp.values.len);
-        table.valuesEnd[e] = arena!.len;
+        table.valuesAt[e] = valuesAt;
+        table.valuesEnd[e] = valuesEnd;
         table.flags[e] = (table.flags[e]! & ~DELETION) | (bp.deletion ? DELETION : 0);
         table.src[e] = src;
         table.start[e] = start;
         table.end[e] = end;
         table.texts[e] = undefined;
       } else {
+        arena!.len = valuesAt;
         text = docText ?? data?.toString('utf8', start, end);
         if (text === undefined) throw new ProtocolError(`${name}: a source document of binding ${binding} has neither text nor bytes`);
         value = parseDocument(text);

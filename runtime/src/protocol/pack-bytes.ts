@@ -22,6 +22,11 @@ export interface BytePacker {
    * the document instead. `deletion` then tells whether `/_meta/op` is "d".
    */
   pack(buf: Uint8Array, start: number, end: number): boolean;
+  /**
+   * pack(), with the values appended to `values` at its length instead (a transaction's arena: no copy
+   * afterwards); on false, `values` may hold a part of them past its length before the call.
+   */
+  packInto(buf: Uint8Array, start: number, end: number, values: ByteSink): boolean;
   readonly key: ByteSink;
   readonly values: ByteSink;
   /** After a successful pack(): the document is a deletion (`_meta/op` is "d"). */
@@ -146,6 +151,11 @@ class Scanner implements BytePacker {
   }
 
   pack(buf: Uint8Array, start: number, end: number): boolean {
+    this.values.len = 0;
+    return this.packInto(buf, start, end, this.values);
+  }
+
+  packInto(buf: Uint8Array, start: number, end: number, values: ByteSink): boolean {
     this.#buf = buf;
     this.#limit = end;
     this.#kind.fill(MISSING);
@@ -153,7 +163,8 @@ class Scanner implements BytePacker {
     if (i >= end || buf[i] !== 0x7b) return false;
     i = this.#object(i, this.#root, 0);
     if (i < 0 || this.#ws(i) !== end) return false;
-    if (!this.#pack(this.#keys, this.key) || !this.#pack(this.#values, this.values)) return false;
+    this.key.len = 0;
+    if (!this.#pack(this.#keys, this.key) || !this.#pack(this.#values, values)) return false;
     this.deletion = this.#isD(this.#opSlot);
     return true;
   }
@@ -399,8 +410,8 @@ class Scanner implements BytePacker {
     return Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8', s, e);
   }
 
+  /** Appends the fields' elements to `out`. */
   #pack(plans: FieldPlan[], out: ByteSink): boolean {
-    out.len = 0;
     for (let f = 0; f < plans.length; f++) {
       const plan = plans[f]!;
       const slot = plan.slot;
