@@ -12,6 +12,7 @@ const BENCHES: { name: string; quick: string[] }[] = [
   { name: 'http-file', quick: ['--rows', '20000'] },
   { name: 'materialize-sqlite', quick: [] },
   { name: 'materialize-sqlserver', quick: ['5000'] },
+  { name: 'startup', quick: ['--runs', '1'] },
 ];
 const QUICK_ENV: Record<string, string> = { BENCH_DOCS: '20000' };
 
