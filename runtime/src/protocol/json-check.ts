@@ -28,7 +28,7 @@ function containers(value: string): { object: string; array: string } {
   };
 }
 
-function objectSource(depth: number): string {
+function objectExpression(depth: number): RegExp {
   let value = SCALAR;
   let object = '';
   for (let d = 1; d <= depth; d++) {
@@ -36,16 +36,10 @@ function objectSource(depth: number): string {
     object = c.object;
     value = `(?:${SCALAR}|${c.object}|${c.array})`;
   }
-  return object;
+  return new RegExp(`^${WS}${object}${WS}$`);
 }
 
-/**
- * The expression's source for one JSON object (no anchors, no surrounding whitespace, no capture groups), for a
- * caller that matches a whole line containing one (the connector side's store-line fast path, materialize.ts).
- */
-export const JSON_OBJECT_SOURCE = objectSource(JSON_CHECK_DEPTH);
-
-const OBJECT = new RegExp(`^${WS}${JSON_OBJECT_SOURCE}${WS}$`);
+const OBJECT = objectExpression(JSON_CHECK_DEPTH);
 
 /**
  * True when `text` is one JSON object that JSON.parse accepts (nested at most JSON_CHECK_DEPTH levels);
