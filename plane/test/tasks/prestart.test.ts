@@ -101,8 +101,8 @@ materializations:
     assert.equal(result.result, 'buildFailed', result.errors.join('; '));
     assert.match(result.errors.join('; '), /connect|refused/i);
     assert.equal(plane.launcher.spareCount(), 0);
-    // Three source-http-file processes (validate, apply, session), two materialize-sqlite (validate, apply) and
-    // the materialization thread's own were started ahead: all stop.
+    // Two source-http-file and two materialize-sqlite processes (validate, apply) were started ahead: all stop
+    // (the sessions' connectors start only after a successful build).
     await until('every connector started ahead to exit', () => children(HTTP_FILE_BIN).length === 0 && children(SQLITE_BIN).length === 0, {
       detail: () => `still running: source-http-file ${children(HTTP_FILE_BIN).join(', ')}; materialize-sqlite ${children(SQLITE_BIN).join(', ')}`,
     });
