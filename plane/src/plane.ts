@@ -185,12 +185,6 @@ export class LocalPlane {
       log(`publication ${outcome.pubId} ${result}: ${summary.errors.join('; ')}`);
       return summary;
     }
-    // A new task's session connector starts now, while its apply runs: a capture's process, and a
-    // materialization's thread, which starts its first session's connector at once (prepareMaterialization).
-    for (const c of captures) if (!this.runners.has(c.def.name)) this.launcher.prestart(c.def.endpoint, c.def.name, 'capture', 1);
-    for (const m of materializations) {
-      if (!this.runners.has(m.def.name) && this.launcher.prestartable(m.def.endpoint)) this.#prepared.set(m.def.name, prepareMaterialization(m.def.name, this.launcher.target(m.def.endpoint, m.def.name)));
-    }
 
     // Activate. A task whose built spec and endpoint are unchanged keeps its running shard and only
     // moves to the new build; changed tasks are restarted (after their apply), new ones started, and
@@ -271,7 +265,16 @@ export class LocalPlane {
       this.#startTask(built, kind, buildId, fingerprint);
       summary.started.push(name);
     };
-    await Promise.all(tasks.map(activate));
+    const activating = Promise.all(tasks.map(activate));
+    // A new task's session connector starts now, once the applies are sent (forking a process and creating a
+    // thread hold this thread ~20–50 ms each), while they run: a capture's process, and a materialization's
+    // thread, which starts its first session's connector at once (prepareMaterialization). The runners take
+    // them when their apply is done.
+    for (const c of captures) if (!this.runners.has(c.def.name)) this.launcher.prestart(c.def.endpoint, c.def.name, 'capture', 1);
+    for (const m of materializations) {
+      if (!this.runners.has(m.def.name) && this.launcher.prestartable(m.def.endpoint)) this.#prepared.set(m.def.name, prepareMaterialization(m.def.name, this.launcher.target(m.def.endpoint, m.def.name)));
+    }
+    await activating;
     summary.started.sort();
     summary.unchanged.sort();
     summary.applied.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
