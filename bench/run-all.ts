@@ -10,6 +10,7 @@ const BENCHES: { name: string; quick: string[] }[] = [
   { name: 'catalog', quick: ['--collections', '500'] },
   { name: 'ingest', quick: ['--requests', '100'] },
   { name: 'http-file', quick: ['--rows', '20000'] },
+  { name: 'materialize-driver', quick: ['--docs', '50000', '--rounds', '1'] },
   { name: 'materialize-sqlite', quick: [] },
   { name: 'materialize-sqlserver', quick: ['5000'] },
   { name: 'startup', quick: ['--runs', '1'] },
