@@ -10,15 +10,12 @@
 // Targets (issue 16): standard ≥ 0.3× the shell pipeline, delta ≥ 0.4×, plane peak RSS < 300 MB on 1 GB.
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { createGzip } from 'node:zlib';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
-import { RIDES_COLUMNS, ridesCsv } from './rides.ts';
+import { countRides, serveRidesFile, writeRidesCsvGz } from './rides-file.ts';
+import { RIDES_COLUMNS } from './rides.ts';
 
 const arg = (name: string): string | undefined => {
   const i = process.argv.indexOf(name);
@@ -30,34 +27,6 @@ const VERBOSE = process.argv.includes('--verbose');
 const SLUICE = new URL('../plane/bin/sluice.js', import.meta.url).pathname;
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-pipeline-'));
 const gz = join(dir, 'rides.csv.gz');
-
-/** The rides file (bench/rides.ts, as bench/http-file.ts reads it), gzip-compressed. */
-async function generate(): Promise<number> {
-  const gzip = createGzip({ level: 6 });
-  const out = gzip.pipe(createWriteStream(gz));
-  let csvBytes = 0;
-  const write = async (s: string) => {
-    csvBytes += Buffer.byteLength(s);
-    if (!gzip.write(s)) await once(gzip, 'drain');
-  };
-  for (const chunk of ridesCsv(ROWS)) await write(chunk);
-  gzip.end();
-  await once(out, 'finish');
-  return csvBytes;
-}
-
-async function serveFile(): Promise<{ url: string; close: () => void }> {
-  const lastModified = new Date().toUTCString();
-  const server = http.createServer((req, res) => {
-    const size = statSync(gz).size;
-    res.writeHead(200, { 'content-length': size, 'last-modified': lastModified, 'accept-ranges': 'bytes', 'content-type': 'text/csv', 'content-encoding': 'identity' });
-    if (req.method === 'HEAD') return res.end();
-    createReadStream(gz, { highWaterMark: 64 * 1024 }).pipe(res);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rides.csv.gz`, close: () => server.close() };
-}
 
 function catalog(url: string, db: string, delta: boolean): string {
   const props = RIDES_COLUMNS.map((c) => `        ${c}: {type: string}`).join('\n');
@@ -88,15 +57,6 @@ materializations:
       - source: bench/rides
         resource: {table: rides${delta ? ', delta_updates: true' : ''}}
 `;
-}
-
-function count(db: string): number {
-  try {
-    const d = new DatabaseSync(db, { readOnly: true, timeout: 1000 });
-    try { return Number((d.prepare('SELECT count(*) AS n FROM rides').get() as { n: number }).n); } finally { d.close(); }
-  } catch {
-    return 0;
-  }
 }
 
 function vmHwmMb(pid: number): number {
@@ -153,8 +113,8 @@ async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rs
     while (true) {
       if (child.exitCode !== null) throw new Error(`sluice serve exited ${child.exitCode}: ${stderr}`);
       rss = Math.max(rss, vmHwmMb(child.pid!));
-      if (count(db) >= ROWS) break;
-      if (Date.now() > deadline) throw new Error(`the table did not reach ${ROWS} rows within 30 minutes (has ${count(db)}): ${stderr}`);
+      if (countRides(db) >= ROWS) break;
+      if (Date.now() > deadline) throw new Error(`the table did not reach ${ROWS} rows within 30 minutes (has ${countRides(db)}): ${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   } finally {
@@ -175,13 +135,13 @@ function shell(): number {
   const r = spawnSync('sh', ['-c', `zcat ${gz} | sqlite3 ${db} '.import --csv /dev/stdin rides'`], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`the shell pipeline failed: ${r.stderr}`);
   const secs = Number(process.hrtime.bigint() - started) / 1e9;
-  if (count(db) !== ROWS) throw new Error(`the shell pipeline imported ${count(db)} rows, not ${ROWS}`);
+  if (countRides(db) !== ROWS) throw new Error(`the shell pipeline imported ${countRides(db)} rows, not ${ROWS}`);
   return secs;
 }
 
 try {
-  const csvBytes = await generate();
-  const server = await serveFile();
+  const csvBytes = await writeRidesCsvGz(gz, ROWS);
+  const server = await serveRidesFile(gz);
   console.log(`pipeline: ${ROWS.toLocaleString('en-US')} rows, ${(csvBytes / 1e6).toFixed(0)} MB CSV, ${(statSync(gz).size / 1e6).toFixed(0)} MB gzip; load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`);
   try {
     const peer = shell();

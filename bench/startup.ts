@@ -8,15 +8,12 @@
 // after are compared in the same minutes. Targets (issue 16): ready < 0.7 s, last row < 1 s (fixed overhead).
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DatabaseSync } from 'node:sqlite';
-import { createGzip } from 'node:zlib';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
-import { ridesCsv, RIDES_COLUMNS } from './rides.ts';
+import { countRides, serveRidesFile, writeRidesCsvGz } from './rides-file.ts';
+import { RIDES_COLUMNS } from './rides.ts';
 
 const args = process.argv.slice(2);
 const arg = (name: string): string | undefined => {
@@ -29,26 +26,6 @@ const BINS = args.flatMap((a, i) => (a === '--sluice' && args[i + 1] !== undefin
 if (BINS.length === 0) BINS.push(new URL('../plane/bin/sluice.js', import.meta.url).pathname);
 const dir = mkdtempSync(join(tmpdir(), 'sluice-bench-startup-'));
 const gz = join(dir, 'rides.csv.gz');
-
-async function generate(): Promise<void> {
-  const gzip = createGzip();
-  const out = gzip.pipe(createWriteStream(gz));
-  for (const chunk of ridesCsv(ROWS)) if (!gzip.write(chunk)) await once(gzip, 'drain');
-  gzip.end();
-  await once(out, 'finish');
-}
-
-async function serveFile(): Promise<{ url: string; close: () => void }> {
-  const lastModified = new Date().toUTCString();
-  const server = http.createServer((req, res) => {
-    res.writeHead(200, { 'content-length': statSync(gz).size, 'last-modified': lastModified, 'content-type': 'text/csv', 'accept-ranges': 'bytes' });
-    if (req.method === 'HEAD') return res.end();
-    createReadStream(gz).pipe(res);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rides.csv.gz`, close: () => server.close() };
-}
 
 function catalog(url: string, db: string): string {
   return `collections:
@@ -65,15 +42,6 @@ materializations:
     endpoint: {sqlite: {path: ${JSON.stringify(db)}}}
     bindings: [{source: bench/rides, resource: {table: rides, delta_updates: true}}]
 `;
-}
-
-function count(db: string): number {
-  try {
-    const d = new DatabaseSync(db, { readOnly: true, timeout: 1000 });
-    try { return Number((d.prepare('SELECT count(*) AS n FROM rides').get() as { n: number }).n); } finally { d.close(); }
-  } catch {
-    return 0;
-  }
 }
 
 /** CPU seconds of `pid`, its reaped children, and its live descendants (USER_HZ = 100). */
@@ -119,7 +87,7 @@ async function run(bin: string, url: string, i: number): Promise<Run> {
   try {
     while (true) {
       if (child.exitCode !== null || stderr.includes('sluice: the first publication')) throw new Error(`sluice serve failed: ${stderr}`);
-      const n = count(db);
+      const n = countRides(db);
       if (n > 0 && Number.isNaN(first)) first = secs();
       if (n >= ROWS) break;
       if (Date.now() > deadline) throw new Error(`the table did not reach ${ROWS} rows within 2 minutes (has ${n}): ${stderr}`);
@@ -140,8 +108,8 @@ function bareNode(): number {
 }
 
 try {
-  await generate();
-  const server = await serveFile();
+  await writeRidesCsvGz(gz, ROWS);
+  const server = await serveRidesFile(gz);
   const load = () => readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   // The peer: a bare Node start in the same minutes (the fixed overhead is counted in them).
   const bare = bareNode();
