@@ -2,17 +2,45 @@
 // resources and collection documents.
 import { createRequire } from 'node:module';
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import type { ErrorObject, Format, Options, ValidateFunction } from 'ajv/dist/2020.js';
+import type { AnySchemaObject, ErrorObject, Format, Options, ValidateFunction } from 'ajv/dist/2020.js';
 import type { JsonSchema, JsonValue } from '@sluice/runtime';
 import { schemaDefects } from './schema-checks.ts';
 
 // ajv-formats' format table is taken without its plugin entry, whose formatMinimum/formatMaximum/
 // formatExclusive* keywords (limit.js) `require('ajv')`: in this checkout that is ajv-formats' own copy of ajv
-// (eslint's ajv 6 holds the top level), ~64 more modules, ~50 ms of every plane start (issue 16). The keywords
-// are added, as the plugin did, to an instance whose schema uses them (createAjv's `schema`).
+// (eslint's ajv 6 holds the top level), ~64 more modules, ~50 ms of every plane start (issue 16) — and that
+// copy's code generator is not ours: the code it generated called `compare` on a serialised object and threw
+// "compare is not a function" on every document. The four keywords are defined here instead (limitKeywords),
+// with ajv-formats' meaning: the value compared by its format's `compare` (date, time, date-time…).
 const requireCjs = createRequire(import.meta.url);
 let formatTable: Record<string, Format> | undefined;
 const FORMAT_LIMIT_KEYWORD = /"format(Exclusive)?(Minimum|Maximum)"/;
+
+/** formatMinimum & co. as ajv-formats defines them: pass when the value's format has no `compare`. */
+function addLimitKeywords(ajv: Ajv2020, table: Record<string, Format>): void {
+  const limits: [string, (c: number) => boolean][] = [
+    ['formatMinimum', (c) => c >= 0],
+    ['formatMaximum', (c) => c <= 0],
+    ['formatExclusiveMinimum', (c) => c > 0],
+    ['formatExclusiveMaximum', (c) => c < 0],
+  ];
+  for (const [keyword, ok] of limits) {
+    ajv.addKeyword({
+      keyword,
+      type: 'string',
+      schemaType: 'string',
+      errors: false,
+      validate: (limit: string, data: string, parent?: AnySchemaObject) => {
+        const format: unknown = parent?.['format'];
+        const def = typeof format === 'string' ? table[format] : undefined;
+        const compare = def !== undefined && typeof def === 'object' && !(def instanceof RegExp) ? (def as { compare?: (a: string, b: string) => number | undefined }).compare : undefined;
+        if (compare === undefined) return true;
+        const c = compare(data, limit);
+        return c === undefined || ok(c);
+      },
+    });
+  }
+}
 
 /** `schema`: the one schema the instance will compile, when known; its keywords decide what is loaded. */
 export function createAjv(options: Options = {}, schema?: unknown): Ajv2020 {
@@ -20,7 +48,7 @@ export function createAjv(options: Options = {}, schema?: unknown): Ajv2020 {
   formatTable ??= (requireCjs('ajv-formats/dist/formats.js') as { fullFormats: Record<string, Format> }).fullFormats;
   for (const [name, format] of Object.entries(formatTable)) ajv.addFormat(name, format);
   if (schema === undefined || FORMAT_LIMIT_KEYWORD.test(JSON.stringify(schema))) {
-    (requireCjs('ajv-formats/dist/limit.js') as { default: (a: Ajv2020) => Ajv2020 }).default(ajv);
+    addLimitKeywords(ajv, formatTable);
   }
   // Formats Flow schemas use beyond the standard ones: numeric strings, and MAC addresses.
   ajv.addFormat('integer', /^[-+]?[0-9]+$/);

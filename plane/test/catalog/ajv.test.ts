@@ -11,3 +11,20 @@ test('document schemas: every format of the table and Flow\'s extra ones are che
   assert.match(dated({ e: 'nope' }) ?? '', /\/e: must match format "email"/);
   assert.match(dated({ n: '1.5' }) ?? '', /\/n: must match format "integer"/);
 });
+
+test('document schemas: formatMinimum/formatMaximum and the exclusive ones compare by the format (they threw "compare is not a function")', () => {
+  const v = compileDocumentSchema({
+    type: 'object',
+    properties: {
+      d: { type: 'string', format: 'date', formatMinimum: '2020-01-01', formatExclusiveMaximum: '2021-01-01' },
+      t: { type: 'string', format: 'date-time', formatMaximum: '2024-01-01T00:00:00Z', formatExclusiveMinimum: '2023-01-01T00:00:00Z' },
+      e: { type: 'string', format: 'email', formatMinimum: 'b' },
+    },
+  });
+  assert.equal(v({ d: '2020-01-01', t: '2024-01-01T00:00:00Z', e: 'a@example.com' }), null);
+  assert.match(v({ d: '2019-12-31' }) ?? '', /\/d: must pass "formatMinimum" keyword validation/);
+  assert.match(v({ d: '2021-01-01' }) ?? '', /\/d: must pass "formatExclusiveMaximum" keyword validation/);
+  assert.match(v({ t: '2024-01-01T00:00:01Z' }) ?? '', /\/t: must pass "formatMaximum" keyword validation/);
+  assert.match(v({ t: '2023-01-01T00:00:00Z' }) ?? '', /\/t: must pass "formatExclusiveMinimum" keyword validation/);
+  assert.equal(v({ d: 2019 }), '/d: must be string');
+});
