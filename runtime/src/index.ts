@@ -9,6 +9,7 @@ export * from './protocol/envelope-scan.ts';
 export * from './protocol/message-writer.ts';
 export * from './protocol/captured-lines.ts';
 export * from './protocol/merge-patch.ts';
+export { utf8SequenceLength } from './protocol/utf8.ts';
 export * from './protocol/documents.ts';
 export * from './protocol/json-pointer.ts';
 export * from './protocol/pack.ts';

@@ -13,6 +13,7 @@
 // declines, and the caller validates the parsed document with ajv as before (same errors, same messages).
 // It also finds where `_meta/uuid` goes (see BytesSplice), as spliceMemberAt does in the text.
 // Equivalence with ajv and JSON.parse: test/journals/byte-check.test.ts.
+import { utf8SequenceLength } from '@sluice/runtime';
 import type { JsonObject, JsonSchema } from '@sluice/runtime';
 import { createAjv } from '../catalog/ajv.ts';
 
@@ -294,30 +295,6 @@ function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0d;
 }
 
-/**
- * The index after the UTF-8 sequence whose lead byte (≥ 0x80) is at i, or -1 when it is not well-formed
- * (overlong, a surrogate, beyond U+10FFFF, truncated): the sequences TextDecoder reads without U+FFFD.
- * Reads stop at the first byte that is not a continuation (the newline is not).
- */
-function utf8End(b: Buffer, i: number): number {
-  const c = b[i]!;
-  const c1 = b[i + 1]!;
-  if (c >= 0xc2 && c <= 0xdf) return c1 >= 0x80 && c1 <= 0xbf ? i + 2 : -1;
-  if (c >= 0xe0 && c <= 0xef) {
-    if (c1 < (c === 0xe0 ? 0xa0 : 0x80) || c1 > (c === 0xed ? 0x9f : 0xbf)) return -1;
-    const c2 = b[i + 2]!;
-    return c2 >= 0x80 && c2 <= 0xbf ? i + 3 : -1;
-  }
-  if (c >= 0xf0 && c <= 0xf4) {
-    if (c1 < (c === 0xf0 ? 0x90 : 0x80) || c1 > (c === 0xf4 ? 0x8f : 0xbf)) return -1;
-    const c2 = b[i + 2]!;
-    if (c2 < 0x80 || c2 > 0xbf) return -1;
-    const c3 = b[i + 3]!;
-    return c3 >= 0x80 && c3 <= 0xbf ? i + 4 : -1;
-  }
-  return -1;
-}
-
 /** `i` at an opening quote: the index after the closing one, or -1. Sets hadEscape. */
 function readString(b: Buffer, i: number, end: number): number {
   i++;
@@ -352,8 +329,9 @@ function readString(b: Buffer, i: number, end: number): number {
         i += 2;
       }
     } else if (k === 4) {
-      i = utf8End(b, i);
-      if (i < 0 || i > end) return -1;
+      const len = utf8SequenceLength(b, i, end);
+      if (len === 0) return -1;
+      i += len;
     } else {
       return -1;
     }
