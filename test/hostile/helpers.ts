@@ -1,6 +1,5 @@
 // Helpers for the hostile suite: the real `sluice` bin as a child process, free ports, and waiting for
 // events (a stderr line, a port, a condition) with deadlines that say what was awaited.
-import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, connect } from 'node:net';
