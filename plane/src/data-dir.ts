@@ -2,15 +2,29 @@
 // jwt-signing-key), every journal (journals.db and journals/) and lock files: only its owner may read it (issue 17.11).
 // The directory is 0700 and its files 0600 — created so, and fixed (with a warning) when found looser,
 // e.g. a data dir made by an older Sluice (0755 / 0644).
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readdirSync } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, openSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { SluiceError } from '@sluice/runtime';
+import { makeDirs } from '@sluice/runtime/private-dir';
 
 export const DATA_DIR_MODE = 0o700;
 export const DATA_FILE_MODE = 0o600;
 
-/** Creates `dir` (0700) if missing. */
+/**
+ * Creates `dir` (0700) and its missing parents. Not `mkdirSync(dir, {recursive: true})`: under /proc that
+ * never returns (`sluice serve --data /proc/x` spun at full CPU); makeDirs fails with ENOENT instead.
+ */
 export function makeDataDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: DATA_DIR_MODE });
+  try {
+    makeDirs(dir, DATA_DIR_MODE);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    const why = e.code === 'ENOTDIR' ? 'a part of its path is a file, not a directory' : e.code === 'ENOENT' ? 'a directory on its path cannot be created there' : e.code === 'EACCES' || e.code === 'EPERM' ? 'permission denied' : e.code === 'EROFS' ? 'the filesystem is read-only' : (e.message ?? String(err));
+    throw new SluiceError('DATA_DIR', `cannot create the data dir ${dir}: ${why} (${e.code ?? 'error'}). Choose another with --data-dir DIR or SLUICE_DATA_DIR.`, { cause: err });
+  }
+  if (!statSync(dir).isDirectory()) {
+    throw new SluiceError('DATA_DIR', `the data dir ${dir} exists and is not a directory. Choose another with --data-dir DIR or SLUICE_DATA_DIR, or remove that file.`);
+  }
 }
 
 /**

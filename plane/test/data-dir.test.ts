@@ -2,6 +2,7 @@
 // the JWT key, SQLite's -wal/-shm), and a looser one from before is fixed at start with a warning.
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -81,5 +82,36 @@ describe('data dir permissions', () => {
     assert.equal(got['control.db'], '600');
     // Nothing left to fix: no warning the next time.
     assert.deepEqual(secureDataDir(dataDir), []);
+  });
+});
+
+describe('a data dir that cannot be made', () => {
+  // In a child process: Node's mkdirSync(dir, {recursive: true}) never returns for a path under /proc, and a
+  // spinning synchronous call would stop this test's own deadline from firing.
+  const SLUICE = new URL('../bin/sluice.js', import.meta.url).pathname;
+  function serveWith(dataDir: string): { status: number | null; stderr: string } {
+    const file = join(root, 'flow-bad-dir.yaml');
+    writeFileSync(file, CATALOG);
+    const r = spawnSync(process.execPath, [SLUICE, 'serve', '--catalog', file, '--data-dir', dataDir, '--port', '0', '--ingest-port', '0'], { encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.error, undefined, `sluice serve --data-dir ${dataDir} did not exit within 60 s (signal ${r.signal})`);
+    return { status: r.status, stderr: r.stderr };
+  }
+
+  it('under /proc: one clear line naming the dir and the option, promptly, no stack', () => {
+    const r = serveWith('/proc/sluice-no-such-dir/data');
+    assert.equal(r.status, 1);
+    assert.equal(r.stderr.trim(), 'sluice: cannot create the data dir /proc/sluice-no-such-dir/data: a directory on its path cannot be created there (ENOENT). Choose another with --data-dir DIR or SLUICE_DATA_DIR.');
+  });
+
+  it('a file in its place, or on its path', () => {
+    const file = join(root, 'a-file');
+    writeFileSync(file, '');
+    const r1 = serveWith(file);
+    assert.equal(r1.status, 1);
+    assert.equal(r1.stderr.trim(), `sluice: the data dir ${file} exists and is not a directory. Choose another with --data-dir DIR or SLUICE_DATA_DIR, or remove that file.`);
+    const r2 = serveWith(join(file, 'sub'));
+    assert.equal(r2.status, 1);
+    assert.match(r2.stderr, /^sluice: cannot create the data dir .*a-file\/sub: a part of its path is a file, not a directory \(ENOTDIR\)\./);
+    assert.doesNotMatch(r1.stderr + r2.stderr, /\n\s+at /, 'no stack trace');
   });
 });
