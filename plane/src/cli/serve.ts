@@ -3,7 +3,9 @@
 // runs its tasks, serves the control-plane API (/api/v1) and the ingester (/ingest), and republishes on
 // SIGHUP or when the catalog file changes. SIGINT/SIGTERM stop it cleanly.
 import { existsSync, watch, type FSWatcher } from 'node:fs';
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type * as Http from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import { basename, dirname, resolve } from 'node:path';
 import { createControlPlane, type ControlPlane } from '../control/index.ts';
@@ -13,6 +15,10 @@ import { lockDataDir, type DataDirLock } from '../data-dir-lock.ts';
 import { Launcher } from '../tasks/launcher.ts';
 import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
+
+// node:http with require: an ESM import builds the builtin's ESM facade, which reads every export and so loads
+// undici (fetch, WebSocket) — ~50–80 ms of the plane's start-up CPU, before its connectors can start (issue 16).
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof Http;
 
 export const description = 'run a catalog on this machine: tasks, journals, /ingest and the /api/v1 control plane';
 const USAGE = `usage: sluice serve --catalog flow.yaml [options]

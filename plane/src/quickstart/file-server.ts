@@ -1,8 +1,13 @@
 // A loopback HTTP server for one file, as the HTTP-file connector expects a source to behave: HEAD and
 // GET with Last-Modified and ETag, conditional requests, and byte ranges (for resumed downloads).
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type * as Http from 'node:http';
+import type { Server } from 'node:http';
+import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+
+// node:http with require, not an ESM import (whose facade loads undici: ~50–80 ms of `sluice start`; serve.ts).
+const { createServer } = createRequire(import.meta.url)('node:http') as typeof Http;
 
 export interface ServedFile {
   url: string;
