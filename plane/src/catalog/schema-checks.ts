@@ -3,7 +3,8 @@
 // that may be missing or of a non-key type. Used by the loader (load.ts) on every collection schema.
 import { pointerOf, resolvePointer, unescapePointerToken } from '@sluice/runtime';
 import type { JsonObject, JsonSchema } from '@sluice/runtime';
-import { createAjv } from './ajv.ts';
+import { compiledValidator, createAjv } from './ajv.ts';
+import type { ValidateFunction } from './ajv.ts';
 import { ALL_TYPES, embeddedResources, isObject, isSchema, locate } from './shape.ts';
 import type { Shape } from './shape.ts';
 
@@ -13,6 +14,27 @@ const KEY_TYPES = new Set(['string', 'integer', 'boolean']);
 // its own ajv instance cost ~10 ms a collection (5,000 collections took a minute): documents' validators are
 // compiled where documents are validated (journals/validator.ts), once per schema.
 let metaAjv: ReturnType<typeof createAjv> | undefined;
+// The 2020-12 meta-schema's validator, kept as code between starts (compiledValidator): compiling it cost ~30 ms
+// of every start. A schema naming another `$schema` is checked by ajv itself (metaAjv), as before.
+const META_2020_12 = 'https://json-schema.org/draft/2020-12/schema';
+let metaValidator: ValidateFunction | undefined;
+const META_OPTIONS = { strict: false, logger: false } as const;
+
+/** ajv's meta-schema errors for `schema` (ajv.validateSchema's verdict), as { at, message }. */
+function metaSchemaErrors(schema: JsonSchema): { at: string; message: string }[] {
+  if (typeof schema === 'boolean') return [];
+  const dialect = (schema as JsonObject).$schema;
+  let errors;
+  if (dialect === undefined || dialect === META_2020_12) {
+    metaValidator ??= compiledValidator('meta-schema 2020-12', {}, META_OPTIONS, (ajv) => ajv.getSchema(META_2020_12)!);
+    errors = metaValidator(schema) ? [] : (metaValidator.errors ?? []);
+  } else {
+    metaAjv ??= createAjv(META_OPTIONS, {});
+    errors = metaAjv.validateSchema(schema as object) ? [] : (metaAjv.errors ?? []);
+  }
+  return errors.map((e) => ({ at: e.instancePath, message: `${e.message ?? e.keyword}` }));
+}
+
 const defectsByText = new Map<string, { at: string; message: string }[]>();
 
 /**
@@ -24,11 +46,8 @@ export function schemaDefects(schema: JsonSchema): { at: string; message: string
   const known = defectsByText.get(text);
   if (known) return known;
   const out: { at: string; message: string }[] = [];
-  metaAjv ??= createAjv({ strict: false, logger: false }, {});
   try {
-    if (!metaAjv.validateSchema(schema as object | boolean)) {
-      for (const e of metaAjv.errors ?? []) out.push({ at: e.instancePath, message: `${e.message ?? e.keyword}` });
-    }
+    out.push(...metaSchemaErrors(schema));
   } catch (err) {
     out.push({ at: '', message: (err as Error).message });
   }

@@ -15,7 +15,7 @@
 // Equivalence with ajv and JSON.parse: test/journals/byte-check.test.ts.
 import { utf8SequenceLength } from '@sluice/runtime';
 import type { JsonObject, JsonSchema } from '@sluice/runtime';
-import { createAjv } from '../catalog/ajv.ts';
+import { documentFormats } from '../catalog/ajv.ts';
 
 const T_STRING = 1;
 const T_INTEGER = 2;
@@ -72,13 +72,13 @@ interface ValueChecks {
 const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
 const BOUND_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
 
-/** ajv's string format functions, from an instance built as the document validator's are (catalog/ajv.ts). */
+/** ajv's string format functions: the table every document validator's ajv gets (catalog/ajv.ts). */
 let formats: Record<string, unknown> | undefined;
 
 /** The test ajv runs for `format` on a string, or undefined when it is not one this can run (unknown, async, for numbers). */
 function formatTest(name: unknown): ((s: string) => boolean) | undefined {
   if (typeof name !== 'string') return undefined;
-  formats ??= createAjv({ strict: false, allErrors: false, validateFormats: true, logger: false, validateSchema: false }).formats as Record<string, unknown>;
+  formats ??= documentFormats() as Record<string, unknown>;
   if (!Object.hasOwn(formats, name)) return undefined;
   let def = formats[name];
   if (def !== null && typeof def === 'object' && !(def instanceof RegExp)) {

@@ -30,7 +30,7 @@ process.stderr.write = (chunk, ...rest) => {
 interface Loaded { loaded: string[]; internal: string[] }
 
 /** Runs `sluice serve` on `catalogText` until its ready line; returns what its main thread had loaded by then. */
-async function modulesAtReady(dir: string, catalogText: string, env: Record<string, string> = {}): Promise<Loaded> {
+async function modulesAtReady(dir: string, catalogText: string, env: Record<string, string | undefined> = {}): Promise<Loaded> {
   const preload = join(dir, 'preload.mjs');
   writeFileSync(preload, PRELOAD);
   writeFileSync(join(dir, 'flow.yaml'), catalogText);
@@ -38,7 +38,7 @@ async function modulesAtReady(dir: string, catalogText: string, env: Record<stri
   rmSync(out, { force: true });
   const child = spawn(process.execPath, [...nodeFlagsOf(SLUICE), '--import', pathToFileURL(preload).href, SLUICE, 'serve', '--catalog', join(dir, 'flow.yaml'),
     '--data-dir', join(dir, 'data'), '--port', '0', '--ingest-port', '0', '--quiet'], {
-    stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env, SLUICE_TEST_MODULES_OUT: out },
+    stdio: ['ignore', 'ignore', 'pipe'], env: Object.fromEntries(Object.entries({ ...process.env, ...env, SLUICE_TEST_MODULES_OUT: out }).filter(([, v]) => v !== undefined)),
   });
   let stderr = '';
   try {
@@ -72,4 +72,20 @@ test('serve: Node\'s undici (fetch, WebSocket) is not loaded before the ready li
   assert.ok(loaded.some((u) => u.endsWith('/plane/src/cli/serve.ts')), 'the preload saw the plane\'s modules');
   assert.ok(internal.some((m) => m.includes('internal/http')) || internal.some((m) => /\bhttp\b/.test(m)), 'node:http was loaded (the API listens)');
   assert.deepEqual(internal.filter((m) => m.includes('undici')), []);
+});
+
+test('serve: a second start loads none of ajv\'s compiler before the ready line — the catalog, meta-schema and collection validators are kept as code', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-start-up-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  // A cache directory of this test's own (the validators' and Node's compile cache, as a user's ~/.cache).
+  const env: Record<string, string | undefined> = {
+    XDG_CACHE_HOME: join(dir, 'cache'), HOME: dir,
+    SLUICE_VALIDATOR_CACHE: undefined, SLUICE_COMPILE_CACHE: undefined, NODE_COMPILE_CACHE: undefined, NODE_DISABLE_COMPILE_CACHE: undefined,
+  };
+  const compiler = (loaded: string[]) => loaded.filter((u) => /\/ajv\/dist\/(core|2020|compile\/index)\.js$/.test(u));
+  const first = await modulesAtReady(dir, CATALOG, env);
+  assert.notDeepEqual(compiler(first.loaded), [], 'the first start compiles');
+  rmSync(join(dir, 'data'), { recursive: true, force: true });
+  const second = await modulesAtReady(dir, CATALOG, env);
+  assert.deepEqual(compiler(second.loaded), []);
 });
