@@ -3,7 +3,7 @@
 // says whether the byte path must take it (the fast path is used, not just correct by falling back).
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { createBytePacker } from '../src/protocol/pack-bytes.ts';
+import { createBytePacker, type BytePacker } from '../src/protocol/pack-bytes.ts';
 import { createPacker } from '../src/protocol/pack.ts';
 import { parseDocument } from '../src/protocol/documents.ts';
 import { isDeletion } from '../src/host/materialize-driver.ts';
@@ -34,12 +34,15 @@ const selection: FieldSelection = { keys: ['id'], values: ['n', 's', 'obj', 'arr
 
 const UUID = 'c0a8e6e0-9e1e-11ef-8000-0123456789ab';
 
-/** Packs `text` both ways; returns whether the byte path took it. */
-function compare(text: string, sel: FieldSelection = selection): boolean {
+/**
+ * Packs `text` both ways; returns whether the byte path took it. `shared`: a packer that packed other documents
+ * before (the driver keeps one per binding, and it remembers their member order), else a new one.
+ */
+function compare(text: string, sel: FieldSelection = selection, shared?: BytePacker): boolean {
   const bytes = Buffer.from(text, 'utf8');
   // In the middle of a larger buffer, as journal chunks hold lines.
   const buf = Buffer.concat([Buffer.from('{"x":1}\n'), bytes, Buffer.from('\n{"y":2}\n')]);
-  const bp = createBytePacker(collection, sel)!;
+  const bp = shared ?? createBytePacker(collection, sel)!;
   const took = bp.pack(buf, 8, 8 + bytes.length);
   let parsed: unknown;
   try {
@@ -164,6 +167,33 @@ describe('byte packer: the same bytes as the parse path', () => {
   it('a selection with the whole document as a field is not read from bytes', () => {
     assert.equal(createBytePacker(collection, { keys: ['id'], values: ['whole'] }), undefined);
   });
+  it('one packer over many documents: member order remembered, and any other order, name or escape still read right', () => {
+    // The packer compares the member it saw at a position last time in place; every other case must still be read
+    // as a new packer reads it.
+    const bp = createBytePacker(collection, selection)!;
+    const u2 = 'c1a8e6e0-9e1e-11ef-8000-0123456789ab'; // another millisecond (the packer keeps the last one's element)
+    const docs = [
+      `{"id":"a","n":1,"s":"x","_meta":{"uuid":"${UUID}"}}`,
+      `{"id":"b","n":2,"s":"y","_meta":{"uuid":"${UUID}"}}`,
+      `{"id":"b2","nn":4,"n":5,"s":"v"}`,
+      // Another member where "n" was, one whose name starts with a remembered one, one the remembered one starts with.
+      `{"id":"c","s":"z","n":3,"_meta":{"uuid":"${u2}"}}`,
+      `{"id":"d","nn":4,"n":5,"s":"w","_meta":{"uuid":"${u2}"}}`,
+      `{"i":"e","id":"f","n":6}`,
+      // The remembered name escaped (declined, as by a new packer), then plain again.
+      '{"\\u0069d":"g","n":7}',
+      '{"id":"h","n":8}',
+      // Fewer members, then more, nested ones reordered, a name with escapes that is not selected.
+      '{"id":"i"}',
+      `{"id":"j","a":{"b":{"c":1}},"n":9,"x\\"y":1,"_meta":{"op":"d","uuid":"${UUID}"}}`,
+      `{"id":"k","_meta":{"uuid":"${UUID}","op":"d"},"a":{"b":{"c":2}},"n":10}`,
+      `{"id":"l","n":11,"_meta":{"uuid":"not a uuid"}}`,
+      `{"id":"m","n":12,"_meta":{"uuid":"${UUID}"}}`,
+    ];
+    for (let r = 0; r < 3; r++) {
+      for (const d of docs) assert.equal(compare(d, selection, bp), compare(d), `taken alike: ${d}`);
+    }
+  });
   it('random documents agree', () => {
     let seed = 11;
     const rand = (n: number): number => {
@@ -186,6 +216,7 @@ describe('byte packer: the same bytes as the parse path', () => {
     };
     const names = ['id', 'n', 's', 'obj', 'arr', 'a', 'x/y', 'ünï', '_meta', 'other'];
     let fast = 0;
+    const shared = createBytePacker(collection, selection)!;
     for (let round = 0; round < 3000; round++) {
       const members: string[] = [];
       for (let m = rand(8); m >= 0; m--) {
@@ -195,7 +226,11 @@ describe('byte packer: the same bytes as the parse path', () => {
         if (name === '_meta') value = `{"uuid":"${UUID}"${rand(2) ? `,"op":${rand(2) ? '"d"' : scalar()}` : ''}}`;
         members.push(`${JSON.stringify(name)}:${value}`);
       }
-      if (compare(`{${members.join(',')}}`)) fast++;
+      const text = `{${members.join(',')}}`;
+      const took = compare(text);
+      if (took) fast++;
+      // Also through one packer that read every earlier document (it remembers their member orders).
+      assert.equal(compare(text, selection, shared), took, `a packer used before takes alike: ${text}`);
     }
     // Nearly all of them are valid JSON the byte path reads.
     assert.ok(fast > 2900, `the byte path took ${fast} of 3000`);

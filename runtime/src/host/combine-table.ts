@@ -71,12 +71,17 @@ export class CombineTable {
     this.arena = arena;
   }
 
-  /** Empties the table for another transaction (its arena is reset by the caller). */
+  /**
+   * Empties the table for another transaction (its arena is reset by the caller). The per-entry arrays keep
+   * their length (emptied, not truncated): truncating dropped their backing stores, and insert() then grew them
+   * again element by element every transaction — a reallocation and copy at each step, and old-space garbage
+   * (5% of the materialization thread's driver time, bench/materialize-driver.ts, issue 16).
+   */
   reset(): void {
     this.#slots.fill(0);
     this.count = 0;
-    this.docs.length = 0;
-    this.texts.length = 0;
+    this.docs.fill(undefined);
+    this.texts.fill(undefined);
   }
 
   /** The entry whose key is k[0, len), or -1 (then insert() may follow at once). */

@@ -65,10 +65,12 @@ interface Node {
   below: number[];
   /** Per member position: the child matched there last time (documents repeat their member order), or -1. */
   guess: number[];
+  /** plain[k]: name k has no `"`, `\\` or control character, so its JSON text is its bytes between quotes. */
+  plain: boolean[];
 }
 
 function newNode(): Node {
-  return { slot: -1, names: [], children: [], indexChild: false, below: [], guess: [] };
+  return { slot: -1, names: [], children: [], indexChild: false, below: [], guess: [], plain: [] };
 }
 
 /** Field extraction kinds. */
@@ -97,6 +99,7 @@ export function createBytePacker(collection: CollectionSpec, selection: FieldSel
       if (i < 0) {
         node.names.push(bytes);
         node.children.push(newNode());
+        node.plain.push(bytes.every((c) => c !== 0x22 && c !== 0x5c && c >= 0x20));
         if (ARRAY_INDEX.test(t)) node.indexChild = true;
         i = node.names.length - 1;
       }
@@ -139,7 +142,8 @@ class Scanner implements BytePacker {
   #limit = 0;
   // The publication time of the last UUID packed (documents of one commit share their millisecond).
   #lastMs = NaN;
-  #lastIso = '';
+  /** Its tuple element (a string element of its ISO text), copied as bytes into each document's values. */
+  #lastElement = new ByteSink();
 
   constructor(root: Node, slots: number, keys: FieldPlan[], values: FieldPlan[], opSlot: number) {
     this.#root = root;
@@ -188,15 +192,36 @@ class Scanner implements BytePacker {
     i = this.#ws(i + 1);
     if (i < this.#limit && b[i] === 0x7d) return i + 1;
     let member = 0;
+    const limit = this.#limit;
     while (true) {
-      if (i >= this.#limit || b[i] !== 0x22) return -1;
-      const nameStart = i + 1;
-      const nameEnd = this.#string(i);
-      if (nameEnd < 0) return -1;
+      if (i >= limit || b[i] !== 0x22) return -1;
       let child: Node | null = null;
-      if (node !== null) {
-        if (this.#escaped) return -1;
-        child = this.#child(node, nameStart, nameEnd - 1, member++);
+      // The member matched at this position last time, compared in place: a plain name's bytes then a quote
+      // are exactly that name (documents repeat their member order), with no scan of the name.
+      const guess = node !== null && member < 64 ? node.guess[member] ?? -1 : -1;
+      let nameEnd = -1;
+      if (guess >= 0 && node!.plain[guess]) {
+        const name = node!.names[guess]!;
+        const from = i + 1;
+        const len = name.length;
+        if (from + len < limit && b[from + len] === 0x22) {
+          let m = 0;
+          while (m < len && b[from + m] === name[m]) m++;
+          if (m === len) {
+            child = node!.children[guess]!;
+            nameEnd = from + len + 1;
+            member++;
+          }
+        }
+      }
+      if (nameEnd < 0) {
+        const nameStart = i + 1;
+        nameEnd = this.#string(i);
+        if (nameEnd < 0) return -1;
+        if (node !== null) {
+          if (this.#escaped) return -1;
+          child = this.#child(node, nameStart, nameEnd - 1, member++);
+        }
       }
       i = this.#ws(nameEnd);
       if (i >= this.#limit || b[i] !== 0x3a) return -1;
@@ -420,7 +445,19 @@ class Scanner implements BytePacker {
       const s = this.#start[slot]!;
       const e = this.#end[slot]!;
       if (plan.kind === PUBLISHED_AT) {
-        pushTupleElement(out, this.#publishedAt(kind, s, e));
+        const element = this.#publishedAt(kind, s, e);
+        if (element === null) {
+          out.ensure(1);
+          out.buf[out.len++] = 0x00;
+        } else {
+          const n = element.len;
+          out.ensure(n);
+          const o = out.buf;
+          const src = element.buf;
+          let at = out.len;
+          for (let j = 0; j < n; j++) o[at++] = src[j]!;
+          out.len = at;
+        }
         continue;
       }
       switch (kind) {
@@ -472,15 +509,17 @@ class Scanner implements BytePacker {
     return true;
   }
 
-  #publishedAt(kind: number, s: number, e: number): string | null {
+  /** The element of the publication time of the UUID in a slot, or null when it has none (packed as null). */
+  #publishedAt(kind: number, s: number, e: number): ByteSink | null {
     if (kind !== STRING && kind !== STRING_ESCAPED) return null;
     const ms = kind === STRING ? uuidMillisOfBytes(this.#buf, s, e) : uuidMillis(JSON.parse(this.#text(s - 1, e + 1)) as string);
     if (ms === undefined) return null;
     if (ms !== this.#lastMs) {
-      this.#lastIso = new Date(ms).toISOString();
+      this.#lastElement.len = 0;
+      pushTupleElement(this.#lastElement, new Date(ms).toISOString());
       this.#lastMs = ms;
     }
-    return this.#lastIso;
+    return this.#lastElement;
   }
 
   /** A number's element: an integer of up to 15 digits from its bytes; any other through its text as parseDocument reads it. */
