@@ -6,7 +6,6 @@
 // node_modules (the `node` devDependency), or says clearly what to install when that is absent.
 // It is written for any Node that can run npm 11 (20.17 and later): no TypeScript, no newer syntax or APIs.
 // @ts-check
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 // A namespace import: Node 20 (which must reach the re-exec) has no enableCompileCache/getCompileCacheDir.
 import * as nodeModule from 'node:module';
@@ -109,6 +108,9 @@ export async function runOnSupportedNode(binUrl) {
       `or install Node ${MIN_NODE_MAJOR} (https://nodejs.org).\n`);
     process.exit(1);
   }
+  // Imported only here, on the way to a re-execution: node:child_process costs every process ~8 ms of CPU to load
+  // (issue 16: each connector start), and nothing else a connector does at start needs it.
+  const { spawn } = await import('node:child_process');
   const child = spawn(pinned, args, {
     stdio: 'inherit',
     env: { ...process.env, [REEXEC_ENV]: process.versions.node, [FLAGS_ENV]: '1' },
