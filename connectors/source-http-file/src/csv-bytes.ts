@@ -3,7 +3,7 @@
 // exactly the JSON.stringify of the object the object sink (csv.ts) builds for it, plus `_meta`
 // (test/csv-bytes.test.ts compares both on many files). An unquoted field is copied and escaped in the
 // same pass that finds its end (the tokenizer's `ends` table stops it).
-import { raggedRow, skipUnquoted } from './csv-core.ts';
+import { CR, LF, MAX_ROW_BYTES, raggedRow, skipUnquoted } from './csv-core.ts';
 import type { CsvCore, CsvSink } from './csv-core.ts';
 import type { DatetimeNormalizer } from './datetime.ts';
 import type { DecodeError } from './errors.ts';
@@ -25,6 +25,14 @@ const ESCAPES: (Uint8Array | null)[] = Array.from({ length: 256 }, (_, b) => {
   return Buffer.from(short[b] ?? `\\u00${HEX[b >> 4]}${HEX[b & 15]}`);
 });
 const NEEDS_ESCAPE = Uint8Array.from(ESCAPES, (e) => (e === null ? 0 : 1));
+/** Tests: the fast path's switch (off: every row field by field) and the rows it has taken. */
+export const csvFastPath = { enabled: true, rows: 0 };
+
+/** Byte classes of an unquoted value in the fast path (fastRows): copied, escaped, the delimiter, a line end. */
+const PLAIN = 0;
+const ESCAPED = 1;
+const DELIMITER = 2;
+const TERMINATOR = 3;
 
 export class CsvJsonSink implements CsvSink {
   readonly #lines: LineSink;
@@ -36,6 +44,19 @@ export class CsvJsonSink implements CsvSink {
   readonly #stop: Uint8Array;
   /** Bytes a row may need beyond 6 per input byte: the line's fixed parts and every column prefix. */
   readonly #rowSlack: number;
+  /** Byte classes for fastRows (PLAIN, ESCAPED, DELIMITER, TERMINATOR). */
+  readonly #cls: Uint8Array;
+  readonly #delim: number;
+  readonly #quote: number;
+  readonly #escape: number;
+  readonly #crlf: boolean;
+  /**
+   * The quote byte cannot be part of a null spelling or a timestamp, so a value with a doubled quote is a
+   * plain string (otherwise such rows are left to the field-by-field path).
+   */
+  readonly #plainQuote: boolean;
+  /** Rows the last fastRows call completed. */
+  fastRowCount = 0;
   /** Whether the current row is written (not one an earlier session captured). */
   #write = false;
   #rowOut = 0;
@@ -53,6 +74,13 @@ export class CsvJsonSink implements CsvSink {
     this.#stop = Uint8Array.from(NEEDS_ESCAPE);
     for (let b = 0; b < 256; b++) if (core.ends[b] === 1) this.#stop[b] = 1;
     this.#rowSlack = lines.recordSlack + this.#prefixes.reduce((n, p) => n + p.length, 0);
+    this.#delim = core.delimiterByte;
+    this.#quote = core.quoteByte;
+    this.#escape = core.escapeByte;
+    this.#crlf = core.crlf;
+    this.#plainQuote = this.#quote !== -1 && !/[-0-9A-Za-z :.+]/.test(String.fromCharCode(this.#quote));
+    this.#cls = Uint8Array.from(NEEDS_ESCAPE, (e) => (e === 1 ? ESCAPED : PLAIN));
+    for (let b = 0; b < 256; b++) if (core.ends[b] === 1) this.#cls[b] = b === this.#delim ? DELIMITER : TERMINATOR;
   }
 
   rowStart(maxBytes: number): void {
@@ -130,6 +158,131 @@ export class CsvJsonSink implements CsvSink {
 
   rowAbort(): void {
     this.#lines.len = this.#rowOut;
+  }
+
+  /**
+   * The fast path (CsvSink.fastRows): whole rows from s[pos] written in one loop — no call per field — while
+   * each is on one line and plain: unquoted fields, and quoted fields without the escape byte, a line end or
+   * text after the closing quote; no more fields than headers, not a blank line, not a row an earlier
+   * session captured, complete before n (a CR at n waits for the next input unless final). Every value is
+   * written exactly as unquoted()/quoted() write it (the same tables and #finishValue). Stops at the start
+   * of the first row it does not take (its bytes written so far are withdrawn); fastRowCount says how many
+   * it completed.
+   */
+  fastRows(s: Uint8Array, pos: number, n: number, final: boolean): number {
+    let rows = 0;
+    const lines = this.#lines;
+    if (lines.offset < lines.resumeFrom || !csvFastPath.enabled) {
+      this.fastRowCount = 0;
+      return pos;
+    }
+    const cls = this.#cls;
+    const prefixes = this.#prefixes;
+    const width = this.#width;
+    const Q = this.#quote;
+    const E = this.#escape;
+    const crlf = this.#crlf;
+    let rowStart = pos;
+    rows: while (pos < n) {
+      rowStart = pos;
+      if (cls[s[pos] as number] === TERMINATOR) break; // a blank line: the tokenizer skips it
+      const rowOut = lines.len;
+      lines.openRecord(6 * (n - pos) + this.#rowSlack);
+      const out = lines.buf;
+      let o = lines.len;
+      let index = 0;
+      while (true) {
+        // One field at pos.
+        if (index >= width) { lines.len = rowOut; break rows; } // more fields than headers: the tokenizer's error
+        const prefix = prefixes[index] as Uint8Array;
+        for (let k = 0; k < prefix.length; k++) out[o++] = prefix[k] as number;
+        const valueAt = o;
+        out[o++] = QUOTE;
+        let j = pos;
+        let c = 0;
+        if (pos < n && s[pos] === Q) {
+          // Quoted: doubled quotes only.
+          let doubled = false;
+          j = pos + 1;
+          while (true) {
+            if (j >= n) { lines.len = rowOut; break rows; }
+            c = s[j] as number;
+            if (c === Q) {
+              if (j + 1 >= n) { lines.len = rowOut; break rows; } // a doubled quote may follow
+              if (s[j + 1] !== Q) break;
+              // A doubled quote: the quote byte itself, escaped as JSON needs (`"` → `\"`).
+              if (!this.#plainQuote) { lines.len = rowOut; break rows; }
+              const e = ESCAPES[Q];
+              if (e === null || e === undefined) out[o++] = Q;
+              else for (let k = 0; k < e.length; k++) out[o++] = e[k] as number;
+              doubled = true;
+              j += 2;
+              continue;
+            }
+            if (c === E || cls[c] === TERMINATOR) { lines.len = rowOut; break rows; }
+            if (NEEDS_ESCAPE[c] === 0) out[o++] = c;
+            else {
+              const e = ESCAPES[c] as Uint8Array;
+              for (let k = 0; k < e.length; k++) out[o++] = e[k] as number;
+            }
+            j++;
+          }
+          // j is at the closing quote: a delimiter, a line end or the end of the input must follow.
+          const closeAt = j;
+          j++;
+          if (j < n) {
+            c = s[j] as number;
+            const k = cls[c];
+            if (k !== DELIMITER && k !== TERMINATOR) { lines.len = rowOut; break rows; }
+          } else if (!final) { lines.len = rowOut; break rows; }
+          if (doubled) {
+            // A value with the quote byte in it is neither a null spelling nor a timestamp (#plainQuote).
+            out[o++] = QUOTE;
+          } else o = this.#finishValue(s, pos + 1, closeAt, out, valueAt, o);
+        } else {
+          while (j < n) {
+            c = s[j] as number;
+            const k = cls[c];
+            if (k === PLAIN) {
+              out[o++] = c;
+              j++;
+              continue;
+            }
+            if (k !== ESCAPED) break;
+            const e = ESCAPES[c] as Uint8Array;
+            for (let q = 0; q < e.length; q++) out[o++] = e[q] as number;
+            j++;
+          }
+          if (j >= n && !final) { lines.len = rowOut; break rows; }
+          o = this.#finishValue(s, pos, j, out, valueAt, o);
+        }
+        index++;
+        if (j >= n) {
+          // The last row of the input (final): no terminator.
+          pos = j;
+          break;
+        }
+        if (c === this.#delim) {
+          pos = j + 1;
+          continue;
+        }
+        // A line end.
+        pos = j + 1;
+        if (crlf && c === CR) {
+          if (pos < n) { if (s[pos] === LF) pos++; } else if (!final) { lines.len = rowOut; break rows; }
+        }
+        break;
+      }
+      if (pos - rowStart > MAX_ROW_BYTES) { lines.len = rowOut; break; }
+      lines.len = o;
+      lines.closeRecord();
+      rows++;
+      rowStart = pos;
+    }
+    this.rows += rows;
+    this.fastRowCount = rows;
+    csvFastPath.rows += rows;
+    return rowStart;
   }
 
   /**
