@@ -184,6 +184,33 @@ describe('materialize driver: combine and store lines', () => {
       ]);
     }
   });
+  it('a delta binding persists its largest key as unknown once, then nothing per transaction; a standard one its largest key', async () => {
+    const key = (id: string) => Buffer.from(packer.key(parseDocument(`{"id":"${id}"}`)), 'base64');
+    const { session } = scripted(new Map(), true);
+    const txns = [
+      [{ binding: 0, text: doc('b', 1) }, { binding: 1, text: doc('b', 1) }],
+      [{ binding: 0, text: doc('c', 2) }, { binding: 1, text: doc('c', 2) }],
+      [{ binding: 1, text: doc('d', 3) }],
+    ];
+    const flushed: ((string | undefined)[] | undefined)[] = [];
+    let next = 0;
+    await runMaterializeDriver({
+      name: 'a/mat', spec: spec([{}, { delta: true }]), version: 't', session, state: {}, checkpoint: {},
+      // The delta binding's persisted key is a real one (as an earlier version tracked it).
+      maxKeys: [undefined, key('a')],
+      nextTransaction: async () => {
+        const t = txns[next++];
+        return t === undefined ? undefined : { chunks: asChunks(t), checkpoint: { sources: { j: { readThrough: String(next) } } } };
+      },
+      onFlushed: (_state, keys) => { flushed.push(keys?.map((k) => k.toString('hex'))); },
+    });
+    assert.deepEqual(flushed, [
+      [key('b').toString('hex'), 'ff'],
+      [key('c').toString('hex'), 'ff'],
+      // Only the delta binding stored: nothing moved, nothing to persist.
+      undefined,
+    ]);
+  });
   it('a reducing binding combines in order, with the loaded document first, and stores the unchanged text as it came', async () => {
     const key = (id: string) => packer.key(parseDocument(`{"id":"${id}"}`));
     const existing = new Map<string, JsonValue>([[`0:${key('a')}`, { id: 'a', v: 100 }]]);

@@ -14,7 +14,8 @@
 // Load optimization as Flow's runtime: a binding remembers the largest key it ever stored (persisted
 // by the caller with the flushed state, before any store); a key above it cannot exist, so it is not
 // loaded and is stored with `exists: false` — unless the connector opened with
-// `disableLoadOptimization`. Deletions (`_meta/op = "d"`) are stored with `delete: true`; the
+// `disableLoadOptimization`. A delta-updates binding never loads; its largest key is kept as unknown
+// (MAX_KEY_UNKNOWN) once it stored anything. Deletions (`_meta/op = "d"`) are stored with `delete: true`; the
 // connector's hardDelete setting decides what that does.
 import { ProtocolError } from '../errors.ts';
 import { FULL_RANGE, parseDocument, stringifyDocument } from '../protocol/documents.ts';
@@ -125,6 +126,10 @@ export interface MaterializeDriverOptions {
 
 /** A binding's max key when it is in the checkpoint but none was persisted: larger than any tuple (Flow: 0xff). */
 export const MAX_KEY_UNKNOWN = Buffer.from([0xff]);
+
+function isMaxKeyUnknown(key: Buffer): boolean {
+  return key.length === 1 && key[0] === 0xff;
+}
 
 /** Store lines built as UTF-8 bytes, sent ~64 KiB at a time (no string per line to build, join and encode). */
 class LineOut {
@@ -380,9 +385,10 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       const s = stats.perBinding[binding]!;
       s.docsRead++;
       s.bytesRead += (data !== undefined ? end - start : (text ?? '').length) + 1;
-      if (!isNew) return;
+      // A delta-updates binding never loads: no largest key to track (see the flush below).
+      if (!isNew || plan.delta) return;
       // Load optimization: a key above the largest ever stored cannot exist.
-      let load = !plan.delta;
+      let load = true;
       if (table.compareKey(e, maxKeys[binding]!) > 0) {
         const nm = nextMax[binding]!;
         if (nm < 0 || table.compareKeys(e, nm) > 0) nextMax[binding] = e;
@@ -483,6 +489,17 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
     }
     let moved = false;
     for (let i = 0; i < plans.length; i++) {
+      if (plans[i]!.delta) {
+        // A delta-updates binding's largest key is "unknown" from its first store on: should the binding become
+        // a standard one later, it loads every key. Tracking the real largest key served nothing (a delta binding
+        // never loads) and moved it nearly every transaction: one more durable commit of the plane per transaction,
+        // awaited before the stores (issue 16).
+        if (tables[i]!.count > 0 && !isMaxKeyUnknown(maxKeys[i]!)) {
+          maxKeys[i] = MAX_KEY_UNKNOWN;
+          moved = true;
+        }
+        continue;
+      }
       if (nextMax[i]! < 0) continue;
       maxKeys[i] = tables[i]!.keyBytes(nextMax[i]!);
       moved = true;
