@@ -3,7 +3,7 @@
 // Node it says what to do in one message. Runs with the first Node older than 24 on PATH (the system one).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test } from 'node:test';
@@ -76,4 +76,12 @@ test('SIGTERM to sluice serve started on an older Node reaches the plane: it sto
   assert.equal(await exited, 0, err);
   assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, 'the plane released its data dir');
   await assert.rejects(fetch(`${apiUrl}/openapi.json`), 'the API port is closed');
+});
+
+test('`npm start` passes the plane\'s declared Node flags itself, so the plane is not started twice (issue 16)', async () => {
+  // Without them the launcher re-executes the bin to add them (process.execve): a second Node start, ~0.15 s of
+  // CPU before the quickstart does anything. The flags are data in plane/package.json; the script must match.
+  const { nodeFlagsOf } = await import('@sluice/runtime/launch');
+  const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+  assert.equal(scripts['start'], ['node', ...nodeFlagsOf(SLUICE), 'plane/bin/sluice.js', 'start'].join(' '));
 });
