@@ -108,6 +108,11 @@ describe('fastRequest: lines it declines (the usual path answers or reports them
     '{"load":{"binding":-1,"keyPacked":"FQE="}}', '{"load":{"binding":1.0,"keyPacked":"FQE="}}',
     `{"store":{"binding":7,"keyPacked":"${KEY}","valuesPacked":"","doc":{}}}`,
     '{"load":{"keyPacked":"FQE="}}x', ' {"load":{"keyPacked":"FQE="}}', '{"load":{"keyPacked":"FQE="}',
+    '{"load":{"binding":1234567890,"keyPacked":"FQE="}}', '{"load":{"binding":,"keyPacked":"FQE="}}', '{"load":{"keyPacked":"FQE="}}}',
+    // The same in stores: escapes in either packed string, members after a bad one.
+    '{"store":{"keyPacked":"FQ\\/=","valuesPacked":"","doc":{}}}', '{"store":{"keyPacked":"FQE=","valuesPacked":"Am\\u0045AFQU=","doc":{"a":1}}}',
+    '{"store":{"keyPacked":"FQE=","valuesPacked":"AmEAFQU=\\"","doc":{"a":1}}}', '{"store":{"keyPacked":"FQE=","valuesPacked":"AmEA\tFQU="}}',
+    '{"store":{"binding":0,"keyPacked":"FQE=","valuesPacked":"AmEAFQU=","doc":{"a":1}}', '{"store":{"binding":1,"keyPacked":"FQE=","valuesPacked":"AmEAFQU=",doc":{}}}',
   ];
   for (const text of declined) {
     it(text.slice(0, 100), () => {
