@@ -2,7 +2,8 @@
 // supports two strategies: `lastWriteWins` (the default: the later document replaces the earlier one at
 // that location) and `merge` (objects merge member by member, each member reduced by its own strategy;
 // arrays merge item by item). Other strategies are rejected when the catalog loads (see load.ts).
-import { resolvePointer, type JsonObject, type JsonSchema, type JsonValue } from '@sluice/runtime';
+import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
+import { resolvePointer } from '@sluice/runtime/json-pointer';
 import { anyShape, isObject, shapeOf } from './shape.ts';
 import type { Shape } from './shape.ts';
 

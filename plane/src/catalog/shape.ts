@@ -3,7 +3,7 @@
 // inference, key checks and reductions are all computed from shapes. Handles type, const, enum,
 // properties, required, additionalProperties, items/prefixItems, allOf (intersection), anyOf/oneOf
 // (union) and local $ref. Anything else leaves a location unconstrained, which is the safe answer.
-import { parsePointer, unescapePointerToken } from '@sluice/runtime';
+import { parsePointer, unescapePointerToken } from '@sluice/runtime/json-pointer';
 import type { JsonObject, JsonSchema, JsonValue } from '@sluice/runtime';
 
 export const ALL_TYPES = ['array', 'boolean', 'integer', 'null', 'number', 'object', 'string'] as const;

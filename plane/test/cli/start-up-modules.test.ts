@@ -10,6 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import { Worker } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
 import { SLUICE } from './helpers.ts';
@@ -88,4 +89,20 @@ test('serve: a second start loads none of ajv\'s compiler before the ready line 
   rmSync(join(dir, 'data'), { recursive: true, force: true });
   const second = await modulesAtReady(dir, CATALOG, env);
   assert.deepEqual(compiler(second.loaded), []);
+});
+
+test('the materialization thread loads the host driver, not the connector side of the runtime', async () => {
+  // Every module is CPU of each materialization's thread start (a Node worker also boots its own copy of Node's
+  // internals). The connector side (config validation, serving RPCs) and the runtime's index are not its.
+  const src = `const m = require('node:module');
+const { parentPort } = require('node:worker_threads');
+const loaded = [];
+m.registerHooks({ load(url, context, next) { loaded.push(url); return next(url, context); } });
+import(${JSON.stringify(new URL('../../src/tasks/materialize-thread.ts', import.meta.url).href)}).then(() => parentPort.postMessage(loaded), (err) => parentPort.postMessage(String(err)));`;
+  const worker = new Worker(src, { eval: true });
+  const [loaded] = (await once(worker, 'message')) as [string[] | string];
+  await worker.terminate();
+  assert.ok(Array.isArray(loaded), `the thread's module failed to load: ${String(loaded)}`);
+  assert.ok(loaded.some((u) => u.endsWith('/runtime/src/host/materialize-driver.ts')), 'the driver is loaded');
+  assert.deepEqual(loaded.filter((u) => /\/runtime\/src\/(index\.ts|connector\/)/.test(u)), []);
 });
