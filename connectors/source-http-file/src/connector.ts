@@ -2,7 +2,6 @@
 // capture-binding.ts). `_meta/file` and the state's `path` are the file's name as upstream derives it: the
 // last segment of the configured URL's percent-decoded path, no query, no credentials (file-names.ts).
 import type { CaptureConnector, CaptureOutput, DiscoveredBinding, JsonObject, JsonSchema } from '@sluice/runtime';
-import { captureBinding } from './capture-binding.ts';
 import { checkConfig, checkFormatConfig, PARSER_KEYS } from './config-check.ts';
 import { httpClient } from './connector-options.ts';
 import type { ConnectorOptions } from './connector-options.ts';
@@ -140,6 +139,9 @@ export function createHttpFileConnector(options: ConnectorOptions = {}): Capture
       return flattenBatches((async function* () {
         checkConfig(ctx.config);
         await checkFormatConfig(ctx.config);
+        // The capture's data path (line framing, the parser thread, state, GC budget: ~20 modules) loads only for
+        // a session: spec, discover, validate and apply never read a file's rows (issue 16, the pipeline's start-up).
+        const { captureBinding } = await import('./capture-binding.ts');
         for (const binding of ctx.bindings) yield* captureBinding(ctx, binding, options);
       })());
     },
