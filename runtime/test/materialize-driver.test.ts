@@ -269,5 +269,23 @@ describe('combine table', () => {
       const end = base64Into(src, 0, n, out, 1);
       assert.equal(out.toString('latin1', 1, end), src.toString('base64'));
     }
+    // Every 12-bit half of a triple (each of the 4096 values in both halves), from any start, into outputs that
+    // alternate (the writer keeps a view of the last one) and lie inside larger buffers; nothing outside is touched.
+    const src = Buffer.alloc(3 * 4096 + 7);
+    for (let t = 0; t < 4096; t++) src.writeUIntBE(((t << 12) | (4095 - t)) >>> 0, 3 * t, 3);
+    src.fill(0xa5, 3 * 4096);
+    const outer = [Buffer.alloc(20_000, 0x2e), Buffer.alloc(20_000, 0x2e)];
+    for (let k = 0; k < 24; k++) {
+      const start = k % 4;
+      const end = src.length - (k % 3);
+      const o = outer[k % 2]!;
+      const out = o.subarray(5 + k, 5 + k + base64Length(end - start) + 9);
+      out.fill(0x2e);
+      const at = k % 5;
+      const stop = base64Into(src, start, end, out, at);
+      assert.equal(stop, at + base64Length(end - start));
+      assert.equal(out.toString('latin1', at, stop), src.toString('base64', start, end), `start ${start}, end ${end}`);
+      assert.ok(out.subarray(0, at).every((c) => c === 0x2e) && out.subarray(stop).every((c) => c === 0x2e), 'bytes around it untouched');
+    }
   });
 });

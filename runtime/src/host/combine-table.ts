@@ -176,15 +176,30 @@ export class CombineTable {
 
 const B64 = new Uint8Array(Buffer.from('ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/', 'latin1'));
 
-/** Writes src[start, end) as base64 (with padding) into out at `at`; returns the index after it. out must have room. */
+/** The two base64 characters of each 12-bit value, as a little-endian 16-bit pair (first character low). */
+const B64_PAIRS = new Uint16Array(4096);
+for (let n = 0; n < 4096; n++) B64_PAIRS[n] = B64[n >>> 6]! | (B64[n & 63]! << 8);
+
+/** A view of the last output buffer, for 4-byte stores (store lines are written into a few reused buffers). */
+let wordsOut: Uint8Array | undefined;
+let words: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(0));
+
+/**
+ * Writes src[start, end) as base64 (with padding) into out at `at`; returns the index after it. out must have room.
+ * Three bytes become four characters in one 32-bit store, from two lookups of 12 bits each (not four of 6 bits and
+ * four byte stores): the store lines' keys and values are most of the materialization thread's output.
+ */
 export function base64Into(src: Uint8Array, start: number, end: number, out: Uint8Array, at: number): number {
+  if (out !== wordsOut) {
+    wordsOut = out;
+    words = new DataView(out.buffer, out.byteOffset, out.byteLength);
+  }
+  const w = words;
   let i = start;
   for (; i + 3 <= end; i += 3) {
     const n = (src[i]! << 16) | (src[i + 1]! << 8) | src[i + 2]!;
-    out[at++] = B64[n >>> 18]!;
-    out[at++] = B64[(n >>> 12) & 63]!;
-    out[at++] = B64[(n >>> 6) & 63]!;
-    out[at++] = B64[n & 63]!;
+    w.setUint32(at, B64_PAIRS[n >>> 12]! | (B64_PAIRS[n & 4095]! << 16), true);
+    at += 4;
   }
   const rest = end - i;
   if (rest === 1) {

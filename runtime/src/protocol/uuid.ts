@@ -45,10 +45,11 @@ export class UuidProducer {
    * string per document for a writer of bytes (the capture's journal lines).
    */
   writeNext(buf: Uint8Array, at: number, now: number = Date.now()): number {
-    let lo = this.#tick(now);
+    // The low half is below 2^32: as an unsigned 32-bit integer, its digits come out by shifts, not divisions.
+    let lo = this.#tick(now) >>> 0;
     for (let k = at + 7; k >= at; k--) {
       buf[k] = HEX_DIGITS[lo & 15]!;
-      lo = Math.floor(lo / 16);
+      lo >>>= 4;
     }
     const tail = this.#tailBytes;
     const o = at + 8;
