@@ -34,6 +34,15 @@ const ESCAPED = 1;
 const DELIMITER = 2;
 const TERMINATOR = 3;
 
+/**
+ * True when #finishValue would only close the string for src[a, b): not empty, not of a null spelling's
+ * length (3, 4), not shaped like a timestamp. Most values: the fast path then skips the call.
+ */
+function isPlainValue(src: Uint8Array, a: number, b: number): boolean {
+  const len = b - a;
+  return len > 4 ? len < 19 || src[a + 4] !== 0x2d || src[a + 7] !== 0x2d : len !== 0 && len !== 3 && len !== 4;
+}
+
 export class CsvJsonSink implements CsvSink {
   readonly #lines: LineSink;
   readonly #dt: DatetimeNormalizer;
@@ -238,7 +247,8 @@ export class CsvJsonSink implements CsvSink {
           if (doubled) {
             // A value with the quote byte in it is neither a null spelling nor a timestamp (#plainQuote).
             out[o++] = QUOTE;
-          } else o = this.#finishValue(s, pos + 1, closeAt, out, valueAt, o);
+          } else if (isPlainValue(s, pos + 1, closeAt)) out[o++] = QUOTE;
+          else o = this.#finishValue(s, pos + 1, closeAt, out, valueAt, o);
         } else {
           while (j < n) {
             c = s[j] as number;
@@ -254,7 +264,8 @@ export class CsvJsonSink implements CsvSink {
             j++;
           }
           if (j >= n && !final) { lines.len = rowOut; break rows; }
-          o = this.#finishValue(s, pos, j, out, valueAt, o);
+          if (isPlainValue(s, pos, j)) out[o++] = QUOTE;
+          else o = this.#finishValue(s, pos, j, out, valueAt, o);
         }
         index++;
         if (j >= n) {

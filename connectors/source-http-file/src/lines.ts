@@ -45,6 +45,10 @@ export class LineSink extends CapturedLinesWriter {
   offset: number;
   /** Records below this offset were captured by an earlier session: counted, not written. */
   readonly resumeFrom: number;
+  /** The decimal digits of `#digitsOf` (closeRecord writes consecutive offsets: the next is an increment, no division). */
+  readonly #digits = new Uint8Array(24);
+  #digitCount = 0;
+  #digitsOf = -2;
   /** Upstream's decoration when the parser options ask for more than `_meta` (decorate.ts); records then come as objects. */
   readonly #decorate: ((record: JsonObject, offset: number) => JsonValue) | null;
 
@@ -85,12 +89,33 @@ export class LineSink extends CapturedLinesWriter {
     let o = this.len;
     buf.set(meta, o);
     o += meta.length;
-    o = writeSafeInt(buf, o, this.offset);
+    o = this.#writeOffset(buf, o);
     buf[o++] = 0x7d; // }  _meta
     buf[o++] = 0x7d; // }  the record
     this.len = o;
     this.endDocument();
     this.offset++;
+  }
+
+  /** Writes `offset`'s digits at `o`: the last ones written plus one when it follows them, else computed. */
+  #writeOffset(buf: Uint8Array, o: number): number {
+    const n = this.offset;
+    const d = this.#digits;
+    if (n === this.#digitsOf + 1 && n > 0) {
+      // Increment the decimal digits in place: trailing 9s become 0s, a carry past the first adds a digit.
+      let i = this.#digitCount - 1;
+      while (i >= 0 && d[i] === 0x39) d[i--] = 0x30;
+      if (i >= 0) d[i] = (d[i] as number) + 1;
+      else {
+        d.copyWithin(1, 0, this.#digitCount);
+        d[0] = 0x31;
+        this.#digitCount++;
+      }
+    } else this.#digitCount = writeSafeInt(d, 0, n);
+    this.#digitsOf = n;
+    const count = this.#digitCount;
+    for (let k = 0; k < count; k++) buf[o++] = d[k] as number;
+    return o;
   }
 
   /**

@@ -98,3 +98,29 @@ describe('CSV records as JSON text', () => {
     }
   });
 });
+
+describe('LineSink offsets', () => {
+  test('each record gets its offset: consecutive ones across every digit count, after records skipped or appended otherwise, from any start', () => {
+    // closeRecord increments the last offset's digits in place; anything else recomputes them.
+    const sink = new LineSink(0, 'f.csv', 7, 0);
+    const expected: number[] = [];
+    const close = (): void => {
+      expected.push(sink.offset);
+      sink.openRecord(16);
+      sink.writeShort(Buffer.from('{"a":1'));
+      sink.closeRecord();
+    };
+    for (let i = 0; i < 1200; i++) close(); // 7 … 1206: 9→10, 99→100, 999→1000
+    sink.appendRecord({ a: 2 }); // an object's document, then closeRecord again
+    expected.push(sink.offset - 1);
+    close();
+    sink.offset = 9_999_998; // a jump (as after records counted, not written)
+    for (let i = 0; i < 3; i++) close(); // 9999998, 9999999, 10000000
+    sink.offset = 5; // and back to fewer digits
+    close();
+    const text = Buffer.from(sink.take()?.lines ?? new Uint8Array(0)).toString('utf8');
+    const offsets = text.trimEnd().split('\n').map((line) => (JSON.parse(line) as { captured: { doc: { _meta: { offset: number } } } }).captured.doc._meta.offset);
+    assert.deepEqual(offsets, expected);
+    assert.deepEqual(offsets.slice(-5), [1208, 9_999_998, 9_999_999, 10_000_000, 5]);
+  });
+});
