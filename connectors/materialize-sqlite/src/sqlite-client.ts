@@ -4,12 +4,13 @@
 // process crash; a power loss may lose the last commits, but data and the runtime checkpoint roll back
 // together (one transaction), so the runtime replays them and exactly-once holds. A busy timeout covers
 // the rare moment two instances (a zombie and its successor) touch the same file.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { StatementSync } from 'node:sqlite';
 import type { BulkTarget, Client, Connection, PreparedStatement, SqlParam, SqlRow } from '@sluice/materialize-sql';
 import { SqlConfigError, SqlError } from '@sluice/materialize-sql';
+import { makeDirs } from '@sluice/runtime/private-dir';
 
 export interface SqliteClientOptions {
   /** Milliseconds to wait for a lock held by another connection. */
@@ -166,7 +167,8 @@ export class SqliteClient implements Client {
   async connect(): Promise<Connection> {
     let db: DatabaseSync;
     try {
-      if (this.path !== ':memory:') mkdirSync(dirname(this.path), { recursive: true });
+      // makeDirs, not mkdirSync(recursive): that never returns for a path under /proc (the apply hung).
+      if (this.path !== ':memory:') makeDirs(dirname(this.path), 0o777);
       db = new DatabaseSync(this.path, { timeout: this.#busyTimeoutMs });
       // Before anything writes the file (switching to WAL writes its header): a new database gets 64 KiB
       // pages; an existing file keeps its own (SQLite ignores page_size once the file has content).

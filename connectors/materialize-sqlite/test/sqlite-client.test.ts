@@ -2,6 +2,7 @@
 // size, and the WAL is checkpointed after the same number of bytes either way (wal_autocheckpoint counts pages).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -81,4 +82,16 @@ test('bulkInsert writes every row in order, whatever the count and width (multi-
   } finally {
     await conn.close();
   }
+});
+
+test('a path whose directory cannot be made (under /proc) fails with a config error, and does not hang', () => {
+  // In a child process: Node's mkdirSync(dir, {recursive: true}) never returns there, and a spinning synchronous
+  // call would stop this test's own deadline from firing.
+  const client = new URL('../src/sqlite-client.ts', import.meta.url).href;
+  const script = `import { SqliteClient } from ${JSON.stringify(client)};
+    try { await new SqliteClient('/proc/sluice-no-such-dir/x.db').connect(); console.log('opened'); }
+    catch (err) { console.log(err.name + ': ' + err.message); }`;
+  const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.error, undefined, `connect() did not return within 60 s (signal ${r.signal})`);
+  assert.equal(r.stdout.trim(), "SqlConfigError: cannot open SQLite database '/proc/sluice-no-such-dir/x.db': ENOENT: no such file or directory, mkdir '/proc/sluice-no-such-dir'. Check that 'path' names a writable file");
 });
