@@ -176,6 +176,25 @@ function packedAt(text: string, at: number): { packed: string; end: number } | u
   return end === -1 ? undefined : { packed: text.slice(at, end), end };
 }
 
+/**
+ * A store or load line's members from `at` (just inside its variant's object): `"binding":N,` when present (0
+ * otherwise; below `bindingCount`), then `"keyPacked":"…` with a non-empty value; `end` is at its closing quote.
+ */
+function keyAt(text: string, at: number, bindingCount: number): { binding: number; packed: string; end: number } | undefined {
+  let pos = at;
+  let binding = 0;
+  if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
+    const b = bindingAt(text, pos);
+    if (b === undefined) return undefined;
+    binding = b.binding;
+    pos = b.next;
+  }
+  if (binding >= bindingCount || !text.startsWith('"keyPacked":"', pos)) return undefined;
+  const k = packedAt(text, pos + 13);
+  if (k === undefined || k.packed === '') return undefined;
+  return { binding, packed: k.packed, end: k.end };
+}
+
 /** A packed tuple that decodes cleanly, or undefined: the usual parse then reports what is wrong with it. */
 function tupleOrUndefined(packed: string): TupleValue[] | undefined {
   if (packed === '') return [];
@@ -203,17 +222,9 @@ export function fastRequest(line: Line, bindingCount: number): DecodedRequest | 
   if (c === 0x73 /* s */) {
     // `{"store":{` [`"binding":N,`] `"keyPacked":"…","valuesPacked":"…"` [`,"doc":`]
     if (!text.startsWith('{"store":{', 0)) return undefined;
-    let pos = 10;
-    let binding = 0;
-    if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
-      const b = bindingAt(text, pos);
-      if (b === undefined) return undefined;
-      binding = b.binding;
-      pos = b.next;
-    }
-    if (binding >= bindingCount || !text.startsWith('"keyPacked":"', pos)) return undefined;
-    const k = packedAt(text, pos + 13);
-    if (k === undefined || k.packed === '' || !text.startsWith('","valuesPacked":"', k.end)) return undefined;
+    const k = keyAt(text, 10, bindingCount);
+    if (k === undefined || !text.startsWith('","valuesPacked":"', k.end)) return undefined;
+    const binding = k.binding;
     const v = packedAt(text, k.end + 18);
     if (v === undefined) return undefined;
     const withDoc = text.startsWith(',"doc":', v.end + 1);
@@ -252,21 +263,12 @@ export function fastRequest(line: Line, bindingCount: number): DecodedRequest | 
   if (c === 0x6c /* l */) {
     // `{"load":{` [`"binding":N,`] `"keyPacked":"…"}}` and nothing else.
     if (!text.startsWith('{"load":{', 0)) return undefined;
-    let pos = 9;
-    let binding = 0;
-    if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
-      const b = bindingAt(text, pos);
-      if (b === undefined) return undefined;
-      binding = b.binding;
-      pos = b.next;
-    }
-    if (binding >= bindingCount || !text.startsWith('"keyPacked":"', pos)) return undefined;
-    const k = packedAt(text, pos + 13);
-    if (k === undefined || k.packed === '' || k.end + 3 !== text.length || !text.endsWith('}}')) return undefined;
+    const k = keyAt(text, 9, bindingCount);
+    if (k === undefined || k.end + 3 !== text.length || !text.endsWith('}}')) return undefined;
     const keyPacked = k.packed;
     const key = tupleOrUndefined(keyPacked);
     if (key === undefined) return undefined;
-    return { variant: 'load', body: EMPTY_BODY, line: line.line, load: { binding, key, keyPacked } };
+    return { variant: 'load', body: EMPTY_BODY, line: line.line, load: { binding: k.binding, key, keyPacked } };
   }
   return undefined;
 }
