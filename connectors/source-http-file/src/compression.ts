@@ -10,6 +10,8 @@ import type * as Fflate from 'fflate';
 import type { Unzip } from 'fflate';
 import type { Compression } from './schema.ts';
 import { ConfigError, DecodeError } from './errors.ts';
+import { nativeContext } from './native-zlib.ts';
+import type { ZlibObject } from './native-zlib.ts';
 
 export type ResolvedCompression = Exclude<Compression, null>;
 
@@ -346,12 +348,6 @@ function zlibOptions(): { chunkSize: number } {
   return { chunkSize: ZLIB_CHUNK_BYTES, readableHighWaterMark: ZLIB_READ_AHEAD_BYTES } as { chunkSize: number };
 }
 
-/** What inflateInline uses of a zlib stream object: node:zlib's own internals (its sync functions use them), present since Node 10. */
-interface ZlibHandle {
-  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
-}
-type ZlibObject = NodeJS.ReadWriteStream & { _handle?: ZlibHandle; _writeState?: Uint32Array; _defaultFlushFlag?: number; _finishFlushFlag?: number; errored?: Error | null; close?: () => void };
-
 const NO_INPUT = new Uint8Array(0);
 
 /**
@@ -366,13 +362,9 @@ const NO_INPUT = new Uint8Array(0);
  */
 async function* inflateInline(source: AsyncIterable<Uint8Array>, kind: string, make: () => NodeJS.ReadWriteStream, baseOffset: number): AsyncGenerator<Uint8Array, boolean> {
   const z = make() as ZlibObject;
-  const handle = z._handle;
-  const state = z._writeState;
-  const flush = z._defaultFlushFlag;
-  const finish = z._finishFlushFlag;
-  if (typeof handle?.writeSync !== 'function' || !(state instanceof Uint32Array) || typeof flush !== 'number' || typeof finish !== 'number') return false;
-  // The native error is reported through the object (destroy(err): `errored` at once, the event later).
-  z.on('error', () => {});
+  const native = nativeContext(z);
+  if (native === null) return false;
+  const { handle, state, flush, finish } = native;
   let consumed = baseOffset;
   let out = Buffer.allocUnsafe(ZLIB_CHUNK_BYTES);
   let outOff = 0;

@@ -10,20 +10,19 @@
 // with the file's compressors, or is an error naming the page.
 import { createBrotliDecompress, createGunzip, createZstdDecompress } from 'node:zlib';
 import type { Transform } from 'node:stream';
+import { nativeContext } from './native-zlib.ts';
+import type { NativeContext, ZlibObject } from './native-zlib.ts';
 import { snappyUncompress } from 'hyparquet/src/snappy.js';
 import type { CompressionCodec, Compressors } from 'hyparquet';
 import { decompressPage } from 'hyparquet/src/datapage.js';
 
-/** What processChunkSync uses of a zlib stream object (node:zlib's internals, present since Node 10). */
-interface ZlibHandle {
-  writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Uint8Array, outOff: number, outLen: number): void;
-}
-type ZlibStream = Transform & { _handle?: ZlibHandle; _finishFlushFlag?: number; _writeState?: Uint32Array; reset?: () => void };
+type ZlibStream = Transform & ZlibObject;
 
 /** One reusable native decompressor: a stream object used only through its handle, synchronously. */
 class NativeDecompressor {
   readonly #make: () => ZlibStream;
   #stream: ZlibStream | null = null;
+  #native: NativeContext | null = null;
   constructor(make: () => ZlibStream) {
     this.#make = make;
   }
@@ -32,10 +31,10 @@ class NativeDecompressor {
   #get(): ZlibStream | null {
     if (this.#stream !== null && !this.#stream.destroyed) return this.#stream;
     const s = this.#make();
-    if (typeof s._handle?.writeSync !== 'function' || typeof s._finishFlushFlag !== 'number' || !(s._writeState instanceof Uint32Array) || typeof s.reset !== 'function') return null;
-    // Its errors are read from `errored` after each call; the event must not go unhandled.
-    s.on('error', () => {});
+    const native = typeof s.reset === 'function' ? nativeContext(s) : null;
+    if (native === null) return null;
     this.#stream = s;
+    this.#native = native;
     return s;
   }
 
@@ -46,15 +45,14 @@ class NativeDecompressor {
   into(input: Uint8Array, size: number, out: Buffer): boolean {
     const s = this.#get();
     if (s === null) return false;
-    const handle = s._handle as ZlibHandle;
-    const state = s._writeState as Uint32Array;
+    const { handle, state, finish } = this.#native as NativeContext;
     let inOff = 0;
     let outOff = 0;
     // More than one call only for several frames (or gzip members) in one page.
     for (let i = 0; i < 64 && inOff < input.length; i++) {
       const inLen = input.length - inOff;
       const outLen = out.length - outOff;
-      handle.writeSync(s._finishFlushFlag as number, input, inOff, inLen, out, outOff, outLen);
+      handle.writeSync(finish, input, inOff, inLen, out, outOff, outLen);
       if (s.errored) {
         this.#stream = null;
         throw s.errored;
