@@ -14,7 +14,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
-import { countRides, serveRidesFile, writeRidesCsvGz } from './rides-file.ts';
+import { countRides, hasRides, serveRidesFile, writeRidesCsvGz } from './rides-file.ts';
 import { RIDES_COLUMNS } from './rides.ts';
 
 const arg = (name: string): string | undefined => {
@@ -113,7 +113,7 @@ async function pipeline(url: string, delta: boolean): Promise<{ secs: number; rs
     while (true) {
       if (child.exitCode !== null) throw new Error(`sluice serve exited ${child.exitCode}: ${stderr}`);
       rss = Math.max(rss, vmHwmMb(child.pid!));
-      if (countRides(db) >= ROWS) break;
+      if (hasRides(db, ROWS)) break;
       if (Date.now() > deadline) throw new Error(`the table did not reach ${ROWS} rows within 30 minutes (has ${countRides(db)}): ${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -36,6 +36,28 @@ export async function serveRidesFile(path: string): Promise<{ url: string; close
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/rides.csv.gz`, close: () => server.close() };
 }
 
+/**
+ * Whether the `rides` table of the SQLite file `db` holds at least `n` rows (false while it does not exist
+ * yet or is locked), cheaply enough to poll beside the pipeline being timed. `count(*)` reads the whole
+ * table or its key index: ~160 ms of CPU at 500k delta rows, which, polled every 100 ms, took half a core
+ * from the pipeline on a two-core machine. A rowid table holds at most max(rowid) − min(rowid) + 1 rows:
+ * two O(log n) lookups. The exact count is taken only once that bound reaches `n`.
+ */
+export function hasRides(db: string, n: number): boolean {
+  try {
+    const d = new DatabaseSync(db, { readOnly: true, timeout: 1000 });
+    try {
+      const b = d.prepare('SELECT (SELECT min(rowid) FROM rides) AS lo, (SELECT max(rowid) FROM rides) AS hi').get() as { lo: number | null; hi: number | null };
+      if (b.lo === null || b.hi === null || b.hi - b.lo + 1 < n) return false;
+      return Number((d.prepare('SELECT count(*) AS n FROM rides').get() as { n: number }).n) >= n;
+    } finally {
+      d.close();
+    }
+  } catch {
+    return false;
+  }
+}
+
 /** Rows in the `rides` table of the SQLite file `db` (0 while it does not exist yet or is locked). */
 export function countRides(db: string): number {
   try {
