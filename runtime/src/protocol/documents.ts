@@ -150,21 +150,14 @@ function backOverObject(text: string, i: number): number {
 }
 
 /**
- * `text` (valid JSON of an object whose parsed value is `doc`) with `"<name>":<valueJson>` added at
- * `/<parent>/<name>`, when that member does not exist yet and the parent is either absent (created as
- * `{"<name>":…}`, appended as the document's last member) or an object that is the document's LAST
- * member (the shape connectors write `_meta` in). Returns undefined for any other shape: the caller then
- * sets the value on a copy and serialises it. The bytes are exactly those JSON.stringify of the document
- * with the member set would give, for compact text.
- */
-export function spliceMember(text: string, doc: JsonObject, parent: string, name: string, valueJson: string): string | undefined {
-  const at = spliceMemberAt(text, doc, parent, name, valueJson);
-  return at === undefined ? undefined : `${text.slice(0, at.at)}${at.insert}${text.slice(at.at)}`;
-}
-
-/**
- * spliceMember as where and what to insert: the spliced text is text[0, at) + insert + text[at, …). A
- * writer of bytes writes the three pieces, with no joined string to build and flatten.
+ * Where and what to insert into `text` (valid JSON of an object whose parsed value is `doc`) to add
+ * `"<name>":<valueJson>` at `/<parent>/<name>`: the spliced text is text[0, at) + insert + text[at, …). It
+ * splices when that member does not exist yet and the parent is either absent (created as `{"<name>":…}`,
+ * appended as the document's last member) or an object that is the document's LAST member (the shape
+ * connectors write `_meta` in). Returns undefined for any other shape: the caller then sets the value on a
+ * copy and serialises it. The spliced bytes are exactly those JSON.stringify of the document with the member
+ * set would give, for compact text. A writer of bytes writes the three pieces, with no joined string to build
+ * and flatten.
  */
 export function spliceMemberAt(text: string, doc: JsonObject, parent: string, name: string, valueJson: string): { at: number; insert: string } | undefined {
   const end = backOverWs(text, text.length - 1);
