@@ -1,21 +1,19 @@
-// The endpoint config's checks beyond its JSON Schema: unknown keys (decoding is strict, as upstream), the
-// URL, the hidden parser options, and the format options that need code to check.
+// The endpoint config's checks beyond its JSON Schema: the URL, the hidden parser options, and the format
+// options that need code to check. Unknown keys are not checked here: the runtime's config validator refuses
+// them at every level before a request reaches the connector (decoding is strict, as upstream), with
+// PARSER_KEYS beyond the schema tolerated (connector.ts, configKeysBeyondSchema).
 import { ConfigError } from './errors.ts';
 import { DatetimeNormalizer } from './datetime.ts';
 import { redactUrl } from './redact-url.ts';
 import { hiddenParserOptionsSchema } from './schema.ts';
 import type { EndpointConfig } from './schema.ts';
 
-const ENDPOINT_KEYS = ['url', 'credentials', 'parser', 'headers'];
+/** The parser's keys upstream decodes: the schema's and the hidden options (hiddenParserOptionsSchema). */
 export const PARSER_KEYS = ['format', 'compression', 'defaultOffset', 'addRecordOffset', 'addValues', 'filename', 'contentType', 'contentEncoding'];
 
-/** Checks what the schema cannot say: unknown keys (decoding is strict, as upstream) and the URL. */
+/** Checks what the schema cannot say: the URL, the hidden parser options' types, the record offset and added values' pointers, the default offset. */
 export function checkConfig(config: EndpointConfig): void {
   const problems: string[] = [];
-  const unknown = Object.keys(config).filter((k) => !ENDPOINT_KEYS.includes(k));
-  if (unknown.length) problems.push(`unknown endpoint config ${unknown.length === 1 ? 'property' : 'properties'} ${unknown.map((k) => `'${k}'`).join(', ')} (allowed: ${ENDPOINT_KEYS.join(', ')})`);
-  const parserUnknown = Object.keys(config.parser ?? {}).filter((k) => !PARSER_KEYS.includes(k));
-  if (parserUnknown.length) problems.push(`unknown parser ${parserUnknown.length === 1 ? 'property' : 'properties'} ${parserUnknown.map((k) => `'${k}'`).join(', ')}`);
   if (typeof config.url !== 'string' || config.url.trim() === '') problems.push('url is required');
   else {
     try {
@@ -26,8 +24,6 @@ export function checkConfig(config: EndpointConfig): void {
       problems.push(`URL is invalid: '${redactUrl(config.url)}' (${(err as Error).message}); give a complete URL such as https://example.com/data.csv`);
     }
   }
-  const headerKeys = Object.keys(config.headers ?? {}).filter((k) => k !== 'items' && k !== 'followRedirects');
-  if (headerKeys.length) problems.push(`unknown headers ${headerKeys.length === 1 ? 'property' : 'properties'} ${headerKeys.map((k) => `'${k}'`).join(', ')} (allowed: items, followRedirects)`);
   const parser = (config.parser ?? {}) as Record<string, unknown>;
   for (const [k, spec] of Object.entries(hiddenParserOptionsSchema.properties)) {
     const v = parser[k];

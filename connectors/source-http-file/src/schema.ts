@@ -235,7 +235,7 @@ const parserSchema = {
 
 /**
  * Parser options upstream accepts but leaves out of its schema (flow crates/parser: `schemars(skip)`), so
- * they are not in the spec either; checkConfig checks them against this schema. What they do (as the
+ * they are not in the spec either; checkConfig checks their types against this schema. What they do (as the
  * upstream connector does, see docs/architecture.md): addRecordOffset — where the record offset goes
  * (default /_meta/offset); addValues — constant values added to every document (/_meta/file is always
  * the file name); contentType / contentEncoding — used when the response has no such header; filename

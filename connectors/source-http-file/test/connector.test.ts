@@ -100,8 +100,8 @@ describe('connector', () => {
   });
 
   test('bad input: unknown config keys (named by the runtime, with the nearest name) and an invalid URL are clear config errors', async () => {
-    const run = await runProtocol(connector, [openRequest({ url: 'nope', extra: 1, parser: { bogus: true, adValues: true } })]);
-    assert.equal(run.error?.message, "Invalid endpoint config (3 problems): /extra is not an allowed property; allowed: url, credentials, parser, headers; /parser/bogus is not an allowed property; allowed: compression, format, defaultOffset, addRecordOffset, addValues, filename, contentType, contentEncoding; /parser/adValues is not an allowed property; did you mean 'addValues'?");
+    const run = await runProtocol(connector, [openRequest({ url: 'nope', extra: 1, parser: { bogus: true, adValues: true }, headers: { item: [] } })]);
+    assert.equal(run.error?.message, "Invalid endpoint config (4 problems): /extra is not an allowed property; allowed: url, credentials, parser, headers; /parser/bogus is not an allowed property; allowed: compression, format, defaultOffset, addRecordOffset, addValues, filename, contentType, contentEncoding; /parser/adValues is not an allowed property; did you mean 'addValues'?; /headers/item is not an allowed property; did you mean 'items'?");
     const url = await runProtocol(connector, [openRequest({ url: 'nope', parser: { addValues: false } })]);
     assert.equal(url.error?.message, "Invalid endpoint config: URL is invalid: 'nope' (Invalid URL); give a complete URL such as https://example.com/data.csv; parser.addValues must be an object (Values added to each document, by JSON pointer), got false");
   });
