@@ -1,7 +1,10 @@
 // Endpoint and resource configuration: the JSON Schemas the connector declares in `spec` (the SPEC's "SQL-database
 // materialization connector configuration" plus every field upstream's materialize-sqlserver accepts), and the
-// types derived from them (FromSchema: no interface restates a schema). `parseEndpointConfig` validates through the
-// runtime's validator (defaults, unknown keys refused) and adds the checks a schema cannot express.
+// types derived from them (FromSchema: no interface restates a schema). The runtime validates every request's config
+// against these schemas (defaults, unknown keys refused, CONFIG_KEYS_BEYOND_SCHEMA and the resource's `_meta`
+// tolerated) before the connector sees it; `resolveEndpointConfig` / `resolveResourceConfig` add the checks a schema
+// cannot express. `parseEndpointConfig` / `parseResourceConfig` do both, for a config that did not come through a
+// request (tests, tools).
 import { ConfigError, ConfigValidator } from '@sluice/runtime';
 import type { FromSchema, JsonObject, JsonValue } from '@sluice/runtime';
 
@@ -295,13 +298,21 @@ export function parseGoDuration(text: string): number {
 
 /**
  * Check an endpoint config: the schema (through the runtime's validator: defaults, every problem in one line, unknown
- * keys refused), then what a schema cannot say — credentials or the legacy top-level password, injected IAM tokens,
- * feature flag names, the dbt interval. Returns the checked config with `credentials` resolved.
+ * keys refused), then resolveEndpointConfig.
  */
 export function parseEndpointConfig(raw: JsonValue): EndpointConfig {
   endpointValidator ??= new ConfigValidator(CONFIG_SCHEMA, 'endpoint config', false, { tolerate: CONFIG_KEYS_BEYOND_SCHEMA });
-  const input = endpointValidator.validate<EndpointConfigInput>(raw, 'endpoint config');
-  const rawObj = raw as JsonObject;
+  return resolveEndpointConfig(endpointValidator.validate<EndpointConfigInput>(raw, 'endpoint config'));
+}
+
+/**
+ * What a schema cannot say, on a config valid against CONFIG_SCHEMA (the runtime's validator has checked a request's
+ * config, the keys beyond the schema kept): credentials or the legacy top-level password, injected IAM tokens,
+ * feature flag names, the dbt interval. Returns the checked config with `credentials` resolved.
+ */
+export function resolveEndpointConfig(input: EndpointConfigInput): EndpointConfig {
+  // The keys beyond the schema (legacy password, injected IAM tokens, dbt's account_prefix), which its type omits.
+  const rawObj = input as unknown as JsonObject;
   const legacyPassword = rawObj.password;
   if (legacyPassword !== undefined && typeof legacyPassword !== 'string') throw new ConfigError('endpoint config: password (the legacy top-level password) must be a string');
 
@@ -349,9 +360,17 @@ export function parseEndpointConfig(raw: JsonValue): EndpointConfig {
   return out;
 }
 
+/** Check a resource config: the schema (unknown keys refused), then resolveResourceConfig. */
 export function parseResourceConfig(raw: JsonValue, where = 'resource config'): ResourceConfig {
   resourceValidator ??= new ConfigValidator(RESOURCE_SCHEMA, 'resource config');
-  const r = resourceValidator.validate<ResourceConfig>(raw, where);
+  return resolveResourceConfig(resourceValidator.validate<ResourceConfig>(raw, where), where);
+}
+
+/**
+ * What a schema cannot say, on a resource config valid against RESOURCE_SCHEMA (a request's, checked by the runtime,
+ * which keeps the `_meta` Flow's control plane writes): a blank table, an empty schema meaning none.
+ */
+export function resolveResourceConfig(r: ResourceConfig, where = 'resource config'): ResourceConfig {
   if (r.table.trim() === '') throw new ConfigError(`${where}: table must not be empty`);
   if (r.schema === '') {
     const { schema: _s, ...rest } = r;

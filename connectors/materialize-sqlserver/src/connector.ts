@@ -7,10 +7,10 @@ import type { SqlEndpoint } from '@sluice/materialize-sql';
 import { ConfigError } from '@sluice/runtime';
 import type { JsonObject, Logger, MaterializeConnector } from '@sluice/runtime';
 import {
-  CONFIG_KEYS_BEYOND_SCHEMA, CONFIG_SCHEMA, DOCUMENTATION_URL, RESOURCE_SCHEMA, parseEndpointConfig, parseFeatureFlags, parseResourceConfig,
+  CONFIG_KEYS_BEYOND_SCHEMA, CONFIG_SCHEMA, DOCUMENTATION_URL, RESOURCE_SCHEMA, parseFeatureFlags, resolveEndpointConfig, resolveResourceConfig,
   resourcePath,
 } from './config.ts';
-import type { EndpointConfig, ResourceConfig } from './config.ts';
+import type { EndpointConfig, EndpointConfigInput, ResourceConfig } from './config.ts';
 import { COLLATIONS_QUERY, chooseCollation } from './collation.ts';
 import { checkpointsTablePath, createSqlServerDialect } from './sqlserver-dialect.ts';
 import { SqlServerClient } from './sqlserver-client.ts';
@@ -100,21 +100,26 @@ export async function checkPrerequisites(config: EndpointConfig, log: Logger, de
 /** The connector: configs are parsed (beyond the schema) before the shared core sees them. */
 export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeConnector<JsonObject, JsonObject> {
   const inner = sqlMaterializeConnector(sqlServerEndpoint(deps));
+  // The runtime has validated the request's endpoint and resource configs against CONFIG_SCHEMA and RESOURCE_SCHEMA
+  // (ConnectorSchemas: defaults, unknown keys refused, the declared keys beyond the schemas and a resource's `_meta`
+  // kept); what remains are the checks a schema cannot express. (A second validation here refused the `_meta` the
+  // runtime tolerates.)
+  const endpoint = (config: JsonObject): EndpointConfig => resolveEndpointConfig(config as unknown as EndpointConfigInput);
   const resources = <B extends { resource: JsonObject }>(bindings: B[]) =>
-    bindings.map((b, i) => ({ ...b, resource: parseResourceConfig(b.resource, `resource config of binding ${i}`) }));
+    bindings.map((b, i) => ({ ...b, resource: resolveResourceConfig(b.resource as unknown as ResourceConfig, `resource config of binding ${i}`) }));
   return {
     configSchema: CONFIG_SCHEMA,
     resourceConfigSchema: RESOURCE_SCHEMA,
     configKeysBeyondSchema: CONFIG_KEYS_BEYOND_SCHEMA,
     documentationUrl: DOCUMENTATION_URL,
     async validate(ctx) {
-      const config = parseEndpointConfig(ctx.config);
+      const config = endpoint(ctx.config);
       const bindings = resources(ctx.bindings);
       await checkPrerequisites(config, ctx.log, deps);
       return inner.validate({ ...ctx, config, bindings });
     },
     async apply(ctx) {
-      const config = parseEndpointConfig(ctx.config);
+      const config = endpoint(ctx.config);
       const bindings = resources(ctx.bindings);
       if (ctx.dryRun) {
         const addr = parseAddress(config.address);
@@ -127,7 +132,7 @@ export function createSqlServerConnector(deps: ConnectorDeps = {}): MaterializeC
       return inner.apply({ ...ctx, config, bindings });
     },
     async open(ctx) {
-      const config = parseEndpointConfig(ctx.config);
+      const config = endpoint(ctx.config);
       const out = await inner.open({ ...ctx, config, bindings: resources(ctx.bindings) });
       const dbt = config.dbt_job_trigger;
       if (dbt === undefined) return out;

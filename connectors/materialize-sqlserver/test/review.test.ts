@@ -71,6 +71,19 @@ describe('offline review (apply --dry-run)', () => {
     assert.doesNotMatch(r.stderr, /cannot be found|could not connect/);
   });
 
+  it('resource configs are validated once, by the runtime: the `_meta` Flow writes is kept, an unknown key refused', async () => {
+    // Flow's control plane writes `_meta` into resource configs (estuary/connectors#2784); the runtime tolerates it.
+    const withMeta = { ...unresolvable, bindings: unresolvable.bindings!.map((b) => ({ ...b, resourceConfig: { ...b.resourceConfig, _meta: { path: ['x'] } } })) };
+    const [plain, meta] = await Promise.all([runBin({ apply: { materialization: unresolvable, dryRun: true } }), runBin({ apply: { materialization: withMeta, dryRun: true } })]);
+    assert.equal(meta.code, 0, meta.stderr);
+    assert.equal(meta.stdout, plain.stdout, 'the same review with `_meta` in every resource config');
+    const typo = { ...unresolvable, bindings: unresolvable.bindings!.map((b, i) => (i === 1 ? { ...b, resourceConfig: { ...b.resourceConfig, tabel: 'x' } } : b)) };
+    const refused = await runBin({ apply: { materialization: typo, dryRun: true } });
+    assert.equal(refused.code, 1);
+    const last = JSON.parse(refused.stderr.trim().split('\n').at(-1)!) as { level: string; msg: string };
+    assert.match(last.msg, /^Invalid resource config of binding 1 .*\/tabel is not an allowed property; did you mean 'table'\?$/);
+  });
+
   it('warns when the port defaulted to 3306', async () => {
     const r = await runBin({ apply: { materialization: { ...unresolvable, bindings: FIXTURE.bindings!.slice(0, 1) }, dryRun: true } });
     assert.equal(r.code, 0, r.stderr);
