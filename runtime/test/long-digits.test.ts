@@ -1,8 +1,9 @@
 // hasLongDigits (parseDocument's fast-path test) says exactly what /\d{16}/ says — a run of 16 or more
-// digits anywhere — on random texts of digits and other characters, and documents keep integers beyond 2^53.
+// digits anywhere — on random texts of digits and other characters, and documents keep integers beyond 2^53
+// (parseDocument as bigints, parseDocumentRaw as raw JSON that plain JSON.stringify writes back).
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { hasLongDigits, parseDocument, stringifyDocument } from '../src/protocol/documents.ts';
+import { hasLongDigits, parseDocument, parseDocumentRaw, stringifyDocument } from '../src/protocol/documents.ts';
 
 test('hasLongDigits matches a run of 16+ digits anywhere, as /\\d{16}/ does', () => {
   let seed = 7;
@@ -40,4 +41,18 @@ test('a document keeps an integer beyond 2^53 whether it starts the text or foll
   for (const text of ['{"n":9007199254740993}', '{"n":[1,9007199254740993]}', '{"n":-9007199254740993}']) {
     assert.equal(stringifyDocument(parseDocument(text)), text);
   }
+});
+
+test('parseDocumentRaw keeps integers beyond 2^53 as raw JSON of their digits; other numbers as JSON.parse reads them', () => {
+  const isRawJSON = (JSON as unknown as { isRawJSON(v: unknown): boolean }).isRawJSON;
+  for (const text of ['{"n":9007199254740993}', '{"n":[1,-9007199254740993,{"m":18446744073709551615}]}', '{"s":"12345678901234567","n":1}']) {
+    assert.equal(JSON.stringify(parseDocumentRaw(text)), text);
+    assert.equal(stringifyDocument(parseDocument(text)), text);
+  }
+  const v = parseDocumentRaw('{"big":9007199254740993,"safe":9007199254740991,"x":1.5e300,"f":12345678901234567.5}') as Record<string, unknown>;
+  assert.ok(isRawJSON(v['big']), 'beyond 2^53: raw JSON');
+  assert.equal(v['safe'], 9007199254740991);
+  assert.equal(v['x'], 1.5e300);
+  assert.equal(v['f'], Number('12345678901234567.5'), 'a fraction is a double, as JSON.parse reads it');
+  assert.throws(() => parseDocumentRaw('{"n":12345678901234567,}'), SyntaxError);
 });

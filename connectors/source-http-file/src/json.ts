@@ -2,6 +2,7 @@
 // concatenated or pretty-printed) and each element of a top-level array, and parses them one at a time
 // with JSON.parse, so a top-level array is streamed, never held whole.
 import type { JsonObject, JsonValue } from '@sluice/runtime';
+import { parseDocumentRaw } from '@sluice/runtime/documents';
 import { DecodeError } from './errors.ts';
 
 // Node 24's JSON.rawJSON / JSON.isRawJSON (not yet in TypeScript's lib).
@@ -10,21 +11,6 @@ const RawJson = JSON as unknown as { rawJSON(text: string): object; isRawJSON(va
 /** A value JSON.stringify writes as the given text: how integers beyond ±2^53 pass through exactly. */
 export const rawJson = (text: string): JsonValue => RawJson.rawJSON(text) as JsonValue;
 export const isRawJson = (value: unknown): boolean => RawJson.isRawJSON(value);
-
-/** Only a run of 16+ digits can be an integer outside ±2^53 (2^53 has 16 digits): the fast path skips the reviver. */
-const LONG_DIGITS = /\d{16}/;
-const INTEGER_TEXT = /^-?(?:0|[1-9]\d*)$/;
-
-/** JSON.parse reviver keeping integers a double cannot hold as their source text (Node 24: context.source). */
-function exactIntegers(_key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value === 'number' && !Number.isSafeInteger(value) && context?.source !== undefined && INTEGER_TEXT.test(context.source)) return RawJson.rawJSON(context.source);
-  return value;
-}
-
-/** JSON.parse, lossless for integers: beyond ±2^53 they become raw JSON (written back as the same digits). */
-export function parseJsonExact(text: string): JsonValue {
-  return (LONG_DIGITS.test(text) ? JSON.parse(text, exactIntegers as (k: string, v: unknown) => unknown) : JSON.parse(text)) as JsonValue;
-}
 
 /** Upper bound on one JSON value (one record), so a broken file cannot grow memory without limit. */
 export const MAX_VALUE_CHARS = 64 * 1024 * 1024;
@@ -151,7 +137,8 @@ export class JsonRecordParser {
       const start = this.#start;
       let value: JsonValue;
       try {
-        value = parseJsonExact(s.slice(start, done));
+        // Integers beyond ±2^53 stay exact: raw JSON of their digits (the runtime's exact-integer parse).
+        value = parseDocumentRaw(s.slice(start, done));
       } catch (err) {
         throw this.#fail((err as Error).message, start, err);
       }

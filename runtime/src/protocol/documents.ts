@@ -49,12 +49,21 @@ export function hasLongDigits(text: string): boolean {
 
 const INTEGER_TEXT = /^-?\d+$/;
 
+/** The source text of an integer JSON.parse read as a number it cannot hold exactly (beyond ±2^53), or undefined. */
+function unsafeIntegerText(value: unknown, context: { source?: string } | undefined): string | undefined {
+  if (typeof value !== 'number' || Number.isSafeInteger(value)) return undefined;
+  const source = context?.source;
+  return source !== undefined && INTEGER_TEXT.test(source) ? source : undefined;
+}
+
 function reviveExact(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
-  if (typeof value === 'number' && !Number.isSafeInteger(value)) {
-    const source = context?.source;
-    if (source !== undefined && INTEGER_TEXT.test(source)) return BigInt(source);
-  }
-  return value;
+  const digits = unsafeIntegerText(value, context);
+  return digits === undefined ? value : BigInt(digits);
+}
+
+function reviveRaw(this: unknown, _key: string, value: unknown, context?: { source?: string }): unknown {
+  const digits = unsafeIntegerText(value, context);
+  return digits === undefined ? value : rawJSON(digits);
 }
 
 /**
@@ -64,6 +73,16 @@ function reviveExact(this: unknown, _key: string, value: unknown, context?: { so
 export function parseDocument(text: string): JsonValue {
   if (!hasLongDigits(text)) return JSON.parse(text) as JsonValue;
   return JSON.parse(text, reviveExact as (key: string, value: unknown) => unknown) as JsonValue;
+}
+
+/**
+ * parseDocument for a reader that only writes the value back out as JSON (a connector's records): an integer
+ * beyond ±2^53 becomes a JSON.rawJSON value of its digits (JSON.stringify writes them unchanged, no replacer
+ * needed), not a bigint. Throws SyntaxError as JSON.parse does.
+ */
+export function parseDocumentRaw(text: string): JsonValue {
+  if (!hasLongDigits(text)) return JSON.parse(text) as JsonValue;
+  return JSON.parse(text, reviveRaw as (key: string, value: unknown) => unknown) as JsonValue;
 }
 
 /** Node 24's JSON.rawJSON (ES2026; not yet in TypeScript's lib): a value JSON.stringify writes as the given text. */
