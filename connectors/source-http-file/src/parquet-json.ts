@@ -396,6 +396,29 @@ function isMapLike(node: SchemaTree): boolean {
 
 const nullable = (f: ToJson): ToJson => (v) => (v === undefined || v === null ? 'null' : f(v));
 
+/**
+ * A map key's JSON text (a JSON string), as upstream writes keys (the parquet crate's `to_json_value`): a
+ * string key as it is (not through the datetime sanitiser, which rewrites values only, as for Avro maps'
+ * keys), any other key as the JSON text of its value (`"12.5"`, `"2024-01-01"`, `"9007199254740993"`, `"true"`,
+ * `"null"`), so that a key is the value the same column would give outside a map.
+ */
+function mapKeyJson(keyNode: SchemaTree, path: string, options: JsonPlanOptions): ToJson {
+  const el = keyNode.element;
+  const lt = el.logical_type?.type;
+  const ct = el.converted_type;
+  if (keyNode.children.length === 0 && el.type === 'BYTE_ARRAY' && (lt === 'STRING' || lt === 'ENUM' || lt === 'JSON' || ct === 'UTF8' || ct === 'ENUM' || ct === 'JSON')) {
+    // The bytes, not hyparquet's string parser (which sanitises).
+    delete el.logical_type;
+    delete el.converted_type;
+    return (v) => (v === undefined || v === null ? '"null"' : jsonString(utf8.decode(v as Uint8Array)));
+  }
+  const text = nodeJson(keyNode, path, options, true);
+  return (v) => {
+    const t = text(v);
+    return t.charCodeAt(0) === 0x22 ? t : JSON.stringify(t);
+  };
+}
+
 /** The converter of a schema node, the way hyparquet assembles its values (assemble.js). */
 function nodeJson(node: SchemaTree, path: string, options: JsonPlanOptions, inRepeated: boolean): ToJson {
   const el = node.element;
@@ -416,22 +439,40 @@ function nodeJson(node: SchemaTree, path: string, options: JsonPlanOptions, inRe
   } else if (isMapLike(node)) {
     const kv = node.children[0] as SchemaTree;
     const keyNode = kv.children[0] as SchemaTree;
-    const value = nodeJson(kv.children[1] as SchemaTree, `${path}.value`, options, true);
-    const keyIsText = leafPlan(keyNode.element, `${path}.key`, options).convert === textJson;
-    // Upstream: string keys as they are, other keys as their JSON text.
-    if (!keyIsText) nodeJson(keyNode, `${path}.key`, options, true);
+    const valueNode = kv.children[1] as SchemaTree;
+    const key = mapKeyJson(keyNode, `${path}.${keyNode.element.name}`, options);
+    const value = nodeJson(valueNode, `${path}.${valueNode.element.name}`, options, true);
+    // hyparquet assembles a MAP into a JS object keyed by String(key): a decimal's key became its unscaled
+    // integer, a timestamp's its raw count, bytes "0,255,16", a `__proto__` key was lost and a key it did not
+    // quote made the line invalid JSON. Without the annotation it hands over the entries as they are stored,
+    // a repeated group of {key, value} objects, and each key is converted here like any value of its type.
+    delete el.converted_type;
+    delete el.logical_type;
+    const entries = kv.element.name;
+    const keyName = keyNode.element.name;
+    const valueName = valueNode.element.name;
     f = (v) => {
+      // A key written twice keeps its first place and its last value (a JSON object has each key once).
+      const texts = new Map<string, string>();
+      for (const e of ((v as Record<string, unknown>)[entries] ?? []) as Record<string, unknown>[]) {
+        texts.set(key(e[keyName]), value(e[valueName]));
+      }
       let s = '{';
       let first = true;
-      for (const [k, val] of Object.entries(v as Record<string, unknown>)) {
-        s += `${first ? '' : ','}${keyIsText ? k : JSON.stringify(k)}:${value(val)}`;
+      for (const [k, t] of texts) {
+        s += `${first ? '' : ','}${k}:${t}`;
         first = false;
       }
       return `${s}}`;
     };
   } else if (node.children.length) {
     const fields = node.children.map((c) => ({ key: c.element.name, prefix: JSON.stringify(c.element.name), convert: nodeJson(c, `${path}.${c.element.name}`, options, false) }));
-    f = (v) => {
+    const lost = fields.find((field) => field.key === '__proto__');
+    // hyparquet assembles such a struct as a JS object (`obj[name] = value`), where this name sets the
+    // prototype instead of a field: the value is gone (and was written as invalid JSON). Only values that
+    // reach this converter are refused: a struct of leaves at the top level is read by the byte writer.
+    if (lost) f = () => { throw new DecodeError(`Parquet column '${path}' has a field named '__proto__' inside a nested shape this connector decodes into JavaScript objects (a struct within a list, a map or another struct holding lists or maps), where that name cannot hold a value; rename the field in the file`); };
+    else f = (v) => {
       const o = v as Record<string, unknown>;
       let s = '{';
       for (let i = 0; i < fields.length; i++) {
