@@ -9,6 +9,9 @@
 import { runOnSupportedNode } from '@sluice/runtime/launch';
 
 await runOnSupportedNode(import.meta.url);
+// Before any command: a stop signal never leaves a connector behind (plane/src/cli/stop-signals.ts).
+const { installStopSignals } = await import('../src/cli/stop-signals.ts');
+installStopSignals();
 const { main } = await import('../src/cli/main.ts');
 const { reportCliError } = await import('../src/cli/errors.ts');
 

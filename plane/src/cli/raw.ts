@@ -17,6 +17,7 @@ import { BUILTIN_CONNECTORS, type BuiltinConnector, builtinCommand, builtinConne
 import { hostSession, type SessionLimits } from '../tasks/host-session.ts';
 import { closeAndRecv, Launcher } from '../tasks/launcher.ts';
 import type { ConnectorLogEvent, SessionHooks } from '../tasks/session.ts';
+import { onStopSignal } from './stop-signals.ts';
 import {
   type Fixture, type RawBinding, buildRawCapture, buildRawMaterialization, captureDefOf, materializationDefOf, readBindings,
   readFixture, readObject,
@@ -327,8 +328,9 @@ async function runRaw(o: Options, io: Io): Promise<void> {
 }
 
 async function runCapture(o: Options, io: Io, session: DriverSession<CaptureRequest, CaptureResponse>, capture: CaptureSpec, state: JsonObject): Promise<void> {
-  const onSignal = (): void => session.kill();
-  process.once('SIGINT', onSignal);
+  // A stop signal ends the capture (its connector is killed); what it checkpointed is still reported and the
+  // state written. A second signal forces the stop (stop-signals.ts).
+  const giveBack = onStopSignal(() => session.kill());
   let documents = 0;
   let checkpoints = 0;
   let current: JsonValue = state;
@@ -352,7 +354,7 @@ async function runCapture(o: Options, io: Io, session: DriverSession<CaptureRequ
     session.kill();
     throw err;
   } finally {
-    process.off('SIGINT', onSignal);
+    giveBack();
     await session.close().catch(() => undefined);
     // The state of the last checkpoint, whether the connector ended well or not (what a resumed run opens with).
     if (o.stateOut !== undefined) await writeFile(o.stateOut, JSON.stringify(current, null, 2) + '\n');

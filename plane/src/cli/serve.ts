@@ -15,6 +15,7 @@ import { lockDataDir, type DataDirLock } from '../data-dir-lock.ts';
 import { Launcher } from '../tasks/launcher.ts';
 import { secureDataDir } from '../data-dir.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
+import { forceStop, onStopSignal } from './stop-signals.ts';
 
 // node:http with require: an ESM import builds the builtin's ESM facade, which reads every export and so loads
 // undici (fetch, WebSocket) — ~50–80 ms of the plane's start-up CPU, before its connectors can start (issue 16).
@@ -252,21 +253,44 @@ export async function serveCommand(argv: string[]): Promise<number> {
     if (!values.catalog) throw new UsageError(`--catalog is required\n${USAGE}`);
     const engine = values['container-engine'];
     if (engine !== undefined && engine !== 'docker' && engine !== 'podman') throw new UsageError(`--container-engine must be docker or podman, got ${JSON.stringify(engine)}`);
-    const running = await startPlane({
-      catalogFile: resolve(values.catalog), dataDir: resolveDataDir(values['data-dir']), host: values.host ?? '127.0.0.1',
-      port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
-      ...(engine ? { containerEngine: engine } : {}),
-      ...(values.quiet ? { quiet: true } : {}),
-      ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
-    });
-    // The handlers go in before the ready line: a supervisor that signals as soon as it reads the line must
-    // reach them, not Node's default action (which kills the process without closing the plane).
+    // The signals are taken before the first publication: a stop during it (a validate spinning, an apply
+    // hanging) must not leave its connectors behind (stop-signals.ts). The plane is not closed then — nothing
+    // is served yet — its connectors are killed, the data dir's lock released, and the process dies of the
+    // signal; the journals and the control plane's database are crash-safe (a kill -9 is no different).
+    let running: RunningPlane | undefined;
+    let republishAtReady = false;
+    const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
+    const dataDir = resolveDataDir(values['data-dir']);
+    // Taken here rather than in startPlane, so that a stop during the first publication can release it.
+    const lock = lockDataDir(dataDir, 'sluice serve', log);
     const stopped = new Promise<void>((done) => {
-      process.on('SIGHUP', () => { void running.republish(); });
-      const stop = () => { void running.close().then(done); };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      onStopSignal((signal) => {
+        if (running !== undefined) {
+          void running.close().then(done);
+          return;
+        }
+        log(`${signal} during the first publication: stopping its connectors`);
+        lock.release();
+        void forceStop(signal, 0);
+      });
     });
+    process.on('SIGHUP', () => {
+      if (running !== undefined) void running.republish();
+      else republishAtReady = true;
+    });
+    try {
+      running = await startPlane({
+        catalogFile: resolve(values.catalog), dataDir, host: values.host ?? '127.0.0.1', log, lock,
+        port: positiveInt(values.port, '--port', 8675), ingestPort: positiveInt(values['ingest-port'], '--ingest-port', 8081),
+        ...(engine ? { containerEngine: engine } : {}),
+        ...(values.quiet ? { quiet: true } : {}),
+        ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
+      });
+    } catch (err) {
+      lock.release();
+      throw err;
+    }
+    if (republishAtReady) void running.republish();
     process.stderr.write(`sluice: ready: serving ${values.catalog}  API: ${running.apiUrl}  ingester: ${running.ingestUrl}  data: ${resolveDataDir(values['data-dir'])}\n`);
     if (running.first.result !== 'success') process.stderr.write(`sluice: the first publication ${running.first.result}; fix the catalog and save it (or send SIGHUP) to republish\n`);
     await stopped;

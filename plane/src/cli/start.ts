@@ -10,6 +10,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { lockDataDir } from '../data-dir-lock.ts';
 import { DEFAULT_ROWS, QUICKSTART_TEMPLATE, ridesCsvGz, serveFile, type ServedFile } from '../quickstart/index.ts';
 import { parse, positiveInt, runCommand, UsageError } from './plane-common.ts';
+import { forceStop, onStopSignal } from './stop-signals.ts';
 import { makeDataDir, makePrivateFile } from '../data-dir.ts';
 import { resolveDataDir, startPlane, type RunningPlane } from './serve.ts';
 
@@ -97,7 +98,23 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
     // The lock comes before anything is written into the dir (the catalog copy another plane may be watching).
     const lock = lockDataDir(dataDir, 'sluice start', (m) => out(`  note     ${m}\n`));
     let file: ServedFile | undefined;
-    let running: RunningPlane;
+    let running: RunningPlane | undefined;
+    // The signals are taken before the plane starts (stop-signals.ts): a stop during its first publication
+    // kills its connectors, releases the lock and dies of the signal (as serve does); once the plane runs, a
+    // signal ends the wait below and the plane is closed.
+    let signalled: string | undefined;
+    let interrupt!: () => void;
+    const interrupted = new Promise<void>((resolve) => { interrupt = resolve; });
+    const giveBack = onStopSignal((signal) => {
+      if (running === undefined) {
+        out(`  stopped  on ${signal}, during the first publication\n`);
+        lock.release();
+        void forceStop(signal, 0);
+        return;
+      }
+      signalled ??= signal;
+      interrupt();
+    });
     try {
       // The data dir is private (data-dir.ts): create what the quickstart puts there private too.
       makeDataDir(join(dataDir, 'quickstart'));
@@ -116,27 +133,22 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
         ...(values['allow-deletions'] ? { allowDeletions: true } : {}),
       });
     } catch (err) {
+      giveBack();
       await file?.close();
       lock.release();
       throw err;
     }
     const served = file;
+    const plane = running;
     const db = join(dataDir, 'quickstart.db');
     const catalogFile = join(dataDir, 'quickstart', 'flow.yaml');
-    // The handlers go in before the ready line (as serve's): a supervisor that signals as soon as it reads
-    // the line must reach them, not Node's default action, which kills the process without closing the
-    // plane. A signal while the quickstart still runs stops it there; afterwards it ends the wait below.
-    let signalled: string | undefined;
-    let interrupt!: () => void;
-    const interrupted = new Promise<void>((resolve) => { interrupt = resolve; });
-    const onSignal = (signal: string) => { signalled ??= signal; interrupt(); };
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    // The handler is in before the ready line: a supervisor that signals as soon as it reads the line must
+    // reach it, not Node's default action, which kills the process without closing the plane. A signal while
+    // the quickstart still runs stops it there; afterwards it ends the wait below.
     out(`  ready    ingester ${running.ingestUrl} · API ${running.apiUrl}\n`);
     const stop = async () => {
-      process.off('SIGINT', onSignal);
-      process.off('SIGTERM', onSignal);
-      await running.close();
+      giveBack();
+      await plane.close();
       await served.close();
     };
     const stoppedEarly = () => {

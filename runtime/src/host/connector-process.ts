@@ -10,6 +10,7 @@ import type { MaterializeRequest, MaterializeResponse } from '../protocol/materi
 import { type ConnectorLog, isStatusEvent, parseConnectorLog } from './connector-log.ts';
 import { exitSignal, oomKillCount, signalExitMessage } from './exit-cause.ts';
 import { chunkIterator, LineSplitter, lineText, readLines } from '../protocol/line-reader.ts';
+import { GROUPS, groupAlive, signalGroup, trackGroup, untrackGroup, wrappedCommand } from './process-group.ts';
 import type { CapturedResponse } from '../protocol/capture.ts';
 import { CapturedBytes, type CapturedShape, capturedLineShape, type LineParser, type OutputFailure } from './captured-bytes.ts';
 
@@ -239,14 +240,33 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     const inherit = options.inheritEnv ?? true;
     const baseEnv: Record<string, string | undefined> = inherit ? { ...process.env } : { PATH: process.env['PATH'] };
     this.container = isContainerTarget(target);
+    // A group of its own (process-group.ts): kill() reaches whatever the connector started, and a terminal's
+    // Ctrl-C reaches only the host, which stops its connectors in order.
     if (isContainerTarget(target)) {
       this.name = options.name ?? target.image;
       const env = { ...baseEnv, FLOW_RUNTIME_CODEC: 'json', ...target.env };
-      this.child = spawn(target.engine, containerArgs(target), { env, stdio: ['pipe', 'pipe', 'pipe'] });
+      this.child = spawn(target.engine, containerArgs(target), { env, stdio: ['pipe', 'pipe', 'pipe'], detached: GROUPS });
     } else {
       this.name = options.name ?? [target.command, ...(target.args ?? [])].join(' ');
-      this.child = spawn(target.command, target.args ?? [], {
-        env: { ...baseEnv, ...target.env }, stdio: ['pipe', 'pipe', 'pipe'], ...(target.cwd ? { cwd: target.cwd } : {}),
+      const env = { ...baseEnv, ...target.env };
+      // Killed by the kernel if this thread dies first (setpriv --pdeathsig; process-group.ts).
+      const { command, args } = wrappedCommand(target.command, target.args ?? [], env, target.cwd ?? process.cwd());
+      this.child = spawn(command, args, {
+        env, stdio: ['pipe', 'pipe', 'pipe'], detached: GROUPS, ...(target.cwd ? { cwd: target.cwd } : {}),
+      });
+    }
+    const pid = this.child.pid;
+    if (pid !== undefined && GROUPS) {
+      trackGroup(pid);
+      // Whatever it left in its group when it exited (a daemon, a helper holding its pipes) is stopped with it.
+      // It stays tracked until then, so that a host exiting meanwhile kills the rest (killAllGroups).
+      this.child.once('exit', () => {
+        if (!groupAlive(pid)) return untrackGroup(pid);
+        signalGroup(pid, 'SIGTERM');
+        setTimeout(() => {
+          signalGroup(pid, 'SIGKILL');
+          untrackGroup(pid);
+        }, this.options.killGraceMs ?? 5000).unref();
       });
     }
     // A connector may exit without reading all of stdin; that is its exit status's story, not EPIPE's.
@@ -550,12 +570,18 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     return { connector: this.name, ...(this.lastLog ? { lastLog: this.lastLog } : {}) };
   }
 
-  /** SIGTERM, then SIGKILL after the grace period; resolves when it has exited. */
+  /** Signals the connector's process group (the connector alone where there are no groups, or it has none). */
+  private signal(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined || !signalGroup(pid, signal)) this.child.kill(signal);
+  }
+
+  /** SIGTERM to its process group, then SIGKILL after the grace period; resolves when it has exited. */
   async kill(graceMs = this.options.killGraceMs ?? 5000): Promise<ExitStatus> {
     if (this.child.exitCode === null && this.child.signalCode === null) {
       this.killedByUs = true;
-      this.child.kill('SIGTERM');
-      const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+      this.signal('SIGTERM');
+      const timer = setTimeout(() => this.signal('SIGKILL'), graceMs);
       timer.unref();
       const status = await this.exitPromise;
       clearTimeout(timer);

@@ -4,3 +4,4 @@ export * from './connector-process.ts';
 export * from './materialize-driver.ts';
 export * from './capture-driver.ts';
 export * from './captured-bytes.ts';
+export { groupAlive, killAllGroups, stopAllGroups } from './process-group.ts';

@@ -1,0 +1,105 @@
+// A stop signal never leaves a connector behind (plane/src/cli/stop-signals.ts), with the real bin and a real
+// connector busy in synchronous code (runtime/test/fixtures/spinning-capture.ts: no signal handler of its runs,
+// it never reads the end of its stdin). Every wait is for an event — a pid file, an exit, a pid gone from /proc.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { test, type TestContext } from 'node:test';
+import { until } from '@sluice/runtime/testing';
+import { SLUICE } from './helpers.ts';
+
+const SPINNER = fileURLToPath(new URL('../../../runtime/test/fixtures/spinning-capture.ts', import.meta.url));
+
+/** Running and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The children of every thread of `pid` (the plane's materializations start theirs from worker threads). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((w) => w !== '').map(Number));
+    } catch { /* thread ended */ }
+  }
+  return out;
+}
+
+function setup(t: TestContext, spinAt: 'validate' | 'open') {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-stop-'));
+  const pids: number[] = [];
+  t.after(() => {
+    for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const pidFile = join(dir, 'spinner.pid');
+  writeFileSync(join(dir, 'flow.yaml'), `
+collections:
+  acmeCo/greetings:
+    schema: {type: object, properties: {id: {type: string}}, required: [id]}
+    key: [/id]
+captures:
+  acmeCo/spinning:
+    endpoint:
+      local:
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(SPINNER)}]
+        config: {apiKey: k}
+        env: {SPIN_PID_FILE: ${JSON.stringify(pidFile)}, SPIN_AT: ${spinAt}}
+    bindings:
+      - resource: {name: alpha}
+        target: acmeCo/greetings
+`);
+  return { dir, pids, pidFile };
+}
+
+function run(args: string[], pids: number[]) {
+  const child = spawn(process.execPath, [SLUICE, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  pids.push(child.pid!);
+  let output = '';
+  child.stdout.on('data', (d: Buffer) => { output += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { output += d.toString(); });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  return { child, exited, output: () => output };
+}
+
+async function spinnerOf(pidFile: string, pids: number[], output: () => string): Promise<number> {
+  const pid = await until(`the connector's pid file ${pidFile}`, () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined), { detail: () => `output:\n${output()}` });
+  pids.push(pid);
+  return pid;
+}
+
+test('serve: SIGTERM during the first publication (a validate spinning) kills its connectors, releases the data dir, dies of SIGTERM', async (t) => {
+  const { dir, pids, pidFile } = setup(t, 'validate');
+  const serve = run(['serve', '--catalog', join(dir, 'flow.yaml'), '--port', '0', '--ingest-port', '0', '--data-dir', join(dir, 'data')], pids);
+  const spinner = await spinnerOf(pidFile, pids, serve.output);
+  // The spinner, and the connectors started ahead for the publication's next RPCs (Launcher.prestart).
+  const connectors = childrenOf(serve.child.pid!);
+  pids.push(...connectors);
+  assert.ok(connectors.includes(spinner), `the spinning validate is a child of serve (children: ${connectors.join(', ')})`);
+  serve.child.kill('SIGTERM');
+  const { code, signal } = await serve.exited;
+  assert.deepEqual({ code, signal }, { code: null, signal: 'SIGTERM' }, serve.output());
+  assert.match(serve.output(), /SIGTERM during the first publication: stopping its connectors\n/);
+  assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, 'the data dir lock was released');
+  for (const pid of connectors) await until(`connector ${pid} of the stopped plane to be gone`, () => !alive(pid), { ms: 30_000 });
+});
+
+test('preview: SIGINT while its capture spins stops the connector (SIGTERM, then SIGKILL) and dies of SIGINT', async (t) => {
+  const { dir, pids, pidFile } = setup(t, 'open');
+  const preview = run(['preview', '--catalog', join(dir, 'flow.yaml'), '--name', 'acmeCo/spinning'], pids);
+  const spinner = await spinnerOf(pidFile, pids, preview.output);
+  preview.child.kill('SIGINT');
+  const { code, signal } = await preview.exited;
+  assert.deepEqual({ code, signal }, { code: null, signal: 'SIGINT' }, preview.output());
+  assert.match(preview.output(), /sluice: SIGINT: stopped 1 connector process\n/);
+  await until(`the spinning connector (pid ${spinner}) to be gone`, () => !alive(spinner), { ms: 30_000 });
+});
