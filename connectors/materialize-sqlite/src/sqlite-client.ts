@@ -3,18 +3,35 @@
 // creates, 64 MiB page cache, checkpoints per ~156 MiB of WAL, temp store in memory): a commit survives a
 // process crash; a power loss may lose the last commits, but data and the runtime checkpoint roll back
 // together (one transaction), so the runtime replays them and exactly-once holds. A busy timeout covers
-// the rare moment two instances (a zombie and its successor) touch the same file.
-import { existsSync } from 'node:fs';
+// the rare moment two instances (a zombie and its successor) touch the same file. Checkpoints run on a thread
+// of their own once the WAL is worth it (wal-checkpointer.ts); the main connection's automatic checkpoint
+// stays as the bound.
+import { existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import type { StatementSync } from 'node:sqlite';
 import type { BulkTarget, Client, Connection, PreparedStatement, SqlParam, SqlRow } from '@sluice/materialize-sql';
 import { SqlConfigError, SqlError } from '@sluice/materialize-sql';
 import { makeDirs } from '@sluice/runtime/private-dir';
+import type { Logger } from '@sluice/runtime';
+import { WalCheckpointer } from './wal-checkpointer.ts';
 
 export interface SqliteClientOptions {
   /** Milliseconds to wait for a lock held by another connection. */
   busyTimeoutMs?: number;
+  /**
+   * WAL bytes after a commit from which checkpoints move to a thread (default CHECKPOINT_THREAD_AFTER_BYTES);
+   * `false`: never, every checkpoint runs on the committing thread as SQLite does by itself.
+   */
+  checkpointThreadAfterBytes?: number | false | undefined;
+  /** Where a failed checkpoint thread is reported (a warning: checkpoints go on without it). */
+  log?: Pick<Logger, 'warn'>;
+}
+
+/** What a writable connection tells its client: each commit, and its close. */
+interface ConnectionEvents {
+  committed(): void;
+  closed(): Promise<void>;
 }
 
 function sqlError(err: unknown, sql: string): SqlError {
@@ -40,9 +57,13 @@ function bind(params: readonly SqlParam[]): Bindable[] {
 class SqliteConnection implements Connection {
   readonly #db: DatabaseSync;
   readonly #cache = new Map<string, StatementSync>();
+  readonly #events: ConnectionEvents | undefined;
   #inTxn = false;
 
-  constructor(db: DatabaseSync) { this.#db = db; }
+  constructor(db: DatabaseSync, events?: ConnectionEvents) {
+    this.#db = db;
+    this.#events = events;
+  }
 
   #stmt(sql: string): StatementSync {
     let s = this.#cache.get(sql);
@@ -125,7 +146,11 @@ class SqliteConnection implements Connection {
     this.#db.exec('BEGIN IMMEDIATE');
     this.#inTxn = true;
   }
-  async commit(): Promise<void> { this.#db.exec('COMMIT'); this.#inTxn = false; }
+  async commit(): Promise<void> {
+    this.#db.exec('COMMIT');
+    this.#inTxn = false;
+    this.#events?.committed();
+  }
   async rollback(): Promise<void> {
     if (this.#db.isTransaction) this.#db.exec('ROLLBACK');
     this.#inTxn = false;
@@ -135,6 +160,7 @@ class SqliteConnection implements Connection {
     if (this.#inTxn || this.#db.isTransaction) { try { this.#db.exec('ROLLBACK'); } catch { /* closing anyway */ } }
     this.#cache.clear();
     this.#db.close();
+    await this.#events?.closed();
   }
 }
 
@@ -143,15 +169,59 @@ export const NEW_FILE_PAGE_SIZE = 65536;
 /** WAL bytes between automatic checkpoints (40,000 pages of 4 KiB: ~156 MiB); see connect(). */
 export const WAL_CHECKPOINT_BYTES = 40_000 * 4096;
 
+/**
+ * WAL bytes from which a client's checkpoints move to a thread (see wal-checkpointer.ts). Below it the thread's
+ * start (~0.1 s of CPU) would cost more than the checkpoints it takes over; a session of the bench's 500k rows
+ * passes it at its first commit.
+ */
+export const CHECKPOINT_THREAD_AFTER_BYTES = 16 * 1024 * 1024;
+
 /** A client for one SQLite database file. */
 export class SqliteClient implements Client {
   readonly path: string;
   readonly #busyTimeoutMs: number;
+  readonly #threadAfterBytes: number | false;
+  readonly #log: Pick<Logger, 'warn'> | undefined;
+  /** Writable connections open now: the checkpoint thread closes after the last one. */
+  #open = 0;
+  #checkpointer: WalCheckpointer | undefined;
+  /** A checkpoint thread failed: this client does not start another. */
+  #threadFailed = false;
 
   constructor(path: string, options: SqliteClientOptions = {}) {
     if (path.trim() === '') throw new SqlConfigError(`endpoint 'path' is empty: set it to the SQLite database file to write, e.g. "data/out.db"`);
     this.path = path === ':memory:' ? path : resolve(path);
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 60_000;
+    this.#threadAfterBytes = this.path === ':memory:' ? false : (options.checkpointThreadAfterBytes ?? CHECKPOINT_THREAD_AFTER_BYTES);
+    this.#log = options.log;
+  }
+
+  /** The checkpoint thread of this client's open connections, if it runs (tests and diagnostics). */
+  get checkpointer(): WalCheckpointer | undefined {
+    return this.#checkpointer;
+  }
+
+  #committed(): void {
+    if (this.#checkpointer !== undefined) {
+      this.#checkpointer.afterCommit();
+      return;
+    }
+    if (this.#threadAfterBytes === false || this.#threadFailed) return;
+    // One stat per commit until the thread runs; the WAL file keeps its size when SQLite restarts it.
+    const wal = statSync(`${this.path}-wal`, { throwIfNoEntry: false });
+    if (wal === undefined || wal.size < this.#threadAfterBytes) return;
+    this.#checkpointer = new WalCheckpointer(this.path, (err) => {
+      this.#threadFailed = true;
+      this.#log?.warn('the WAL checkpoint thread failed; checkpoints run on the main thread from now on', { path: this.path, error: err.message });
+    });
+    this.#checkpointer.afterCommit();
+  }
+
+  async #closed(): Promise<void> {
+    if (--this.#open > 0 || this.#checkpointer === undefined) return;
+    const checkpointer = this.#checkpointer;
+    this.#checkpointer = undefined;
+    await checkpointer.close();
   }
 
   /** Validate must not create the file: read-only, or nothing when the file does not exist yet. */
@@ -187,8 +257,9 @@ export class SqliteClient implements Client {
       // spills to the WAL mid-transaction, and the default auto-checkpoint (1000 pages) then runs after
       // every commit (each checkpoint ends with an fsync). 64 MiB of cache (allocated only as used) and a
       // checkpoint per ~160 MB of WAL: measured 1.6× the rows/s of the defaults for 14-column upserts
-      // (40 MB → 160 MB alone: +4%). The WAL file may reach that size. (Checkpointing from a worker
-      // thread after each commit was measured too, and was slower on 2 cores: more fsyncs, contention.)
+      // (40 MB → 160 MB alone: +4%). The WAL file may reach that size. Past CHECKPOINT_THREAD_AFTER_BYTES
+      // of WAL a thread checkpoints after each commit (#committed); this automatic checkpoint then stays as
+      // the bound and finds little left to copy.
       db.exec('PRAGMA cache_size = -65536');
       // wal_autocheckpoint counts pages: the same ~156 MiB whatever the file's page size (2,500 pages of
       // 64 KiB, 40,000 of 4 KiB).
@@ -202,6 +273,7 @@ export class SqliteClient implements Client {
     } catch (cause) {
       throw new SqlConfigError(`cannot open SQLite database '${this.path}': ${(cause as Error).message}. Check that 'path' names a writable file`, { cause });
     }
-    return new SqliteConnection(db);
+    this.#open++;
+    return new SqliteConnection(db, { committed: () => this.#committed(), closed: () => this.#closed() });
   }
 }

@@ -1,5 +1,7 @@
 // Exactly once: kill the real connector at every protocol step and restart it from the checkpoint it
-// returns in `opened`; and a zombie instance whose commit must fail and change nothing.
+// returns in `opened`; and a zombie instance whose commit must fail and change nothing. Each runs twice: as a
+// session this small runs (every checkpoint on the main thread) and with WAL checkpoints on their own thread
+// from the first commit (a kill then also lands during a checkpoint of that thread).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -11,8 +13,14 @@ import { binding, materialization, proj } from './helpers/fixtures.ts';
 import { ConnectorProcess, Runtime, checkpointOf, field, readThroughOf, unary } from './helpers/driver.ts';
 import type { BindingModel, Txn } from './helpers/driver.ts';
 import type { CollectionSpec } from '@sluice/runtime';
+import { CHECKPOINT_THREAD_ENV } from '../src/connector.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-eo-'));
+/** The two ways checkpoints run (see the head of this file). */
+const MODES: { name: string; env: Record<string, string> }[] = [
+  { name: 'checkpoints on the main thread', env: { [CHECKPOINT_THREAD_ENV]: 'off' } },
+  { name: 'checkpoints on their thread', env: { [CHECKPOINT_THREAD_ENV]: '0' } },
+];
 test.after(() => rmSync(dir, { recursive: true, force: true }));
 
 const counts: CollectionSpec = {
@@ -61,13 +69,13 @@ function tableState(path: string): { counts: unknown[]; log: string[]; docs: unk
 }
 
 /** Run every transaction, killing the process at global step `killAt` (0 = never); restart from `opened`. */
-async function runWithKill(path: string, killAt: number): Promise<{ steps: number; restarts: number }> {
+async function runWithKill(path: string, killAt: number, env: Record<string, string>): Promise<{ steps: number; restarts: number }> {
   const rt = new Runtime(models, sum);
   let step = 0;
   let restarts = 0;
   const onStep = () => ++step === killAt;
   while (true) {
-    const p = new ConnectorProcess();
+    const p = new ConnectorProcess(env);
     if (onStep()) { await p.kill(); restarts++; continue; }
     const opened = await rt.open(p, spec(path));
     const from = readThroughOf(opened.runtimeCheckpoint as JsonObject | undefined);
@@ -85,20 +93,21 @@ async function runWithKill(path: string, killAt: number): Promise<{ steps: numbe
 
 // Two real connector processes per kill point, 20+ kill points: under a loaded machine (the suite beside two busy
 // loops) this took over the suite's 240 s per-test safety net. The deadline here only catches a hang.
-test('crash at every protocol step: the final tables equal the expected reduction exactly', { timeout: 15 * 60_000 }, async () => {
-  const template = join(dir, 'crash-template.db');
+for (const mode of MODES) test(`crash at every protocol step: the final tables equal the expected reduction exactly (${mode.name})`, { timeout: 15 * 60_000 }, async () => {
+  const tag = mode.env[CHECKPOINT_THREAD_ENV];
+  const template = join(dir, `crash-${tag}-template.db`);
   await unary({ apply: { materialization: spec(template) as unknown as JsonObject, version: 'v1' } });
   assert.equal(existsSync(`${template}-wal`), false, 'the applied database was checkpointed on close');
-  const base = join(dir, 'crash-base.db');
+  const base = join(dir, `crash-${tag}-base.db`);
   copyFileSync(template, base);
-  const clean = await runWithKill(base, 0);
+  const clean = await runWithKill(base, 0, mode.env);
   assert.deepEqual(tableState(base).counts, EXPECTED_COUNTS);
   assert.deepEqual(tableState(base).log, EXPECTED_LOG);
   assert.ok(clean.steps > 20, `the fixture has ${clean.steps} steps`);
   for (let killAt = 1; killAt <= clean.steps; killAt++) {
-    const path = join(dir, `crash-${killAt}.db`);
+    const path = join(dir, `crash-${tag}-${killAt}.db`);
     copyFileSync(template, path);
-    const r = await runWithKill(path, killAt);
+    const r = await runWithKill(path, killAt, mode.env);
     assert.equal(r.restarts, 1, `killed once at step ${killAt}`);
     const state = tableState(path);
     assert.deepEqual(state.counts, EXPECTED_COUNTS, `counts after a kill at step ${killAt}`);
@@ -110,15 +119,15 @@ test('crash at every protocol step: the final tables equal the expected reductio
   }
 });
 
-test('zombie: an instance fenced off by a newer one fails its commit and changes nothing', async () => {
-  const path = join(dir, 'zombie.db');
+for (const mode of MODES) test(`zombie: an instance fenced off by a newer one fails its commit and changes nothing (${mode.name})`, async () => {
+  const path = join(dir, `zombie-${mode.env[CHECKPOINT_THREAD_ENV]}.db`);
   await unary({ apply: { materialization: spec(path) as unknown as JsonObject, version: 'v1' } });
   const rt = new Runtime(models, sum);
-  const zombie = new ConnectorProcess();
+  const zombie = new ConnectorProcess(mode.env);
   await rt.open(zombie, spec(path));
   assert.equal(await rt.txn(zombie, txns[0]!, checkpointOf(1)), 'committed');
 
-  const successor = new ConnectorProcess();
+  const successor = new ConnectorProcess(mode.env);
   const opened = await rt.open(successor, spec(path));
   assert.deepEqual(opened.runtimeCheckpoint, checkpointOf(1));
   const before = tableState(path);
