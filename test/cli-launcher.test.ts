@@ -1,17 +1,22 @@
 // The bins on a Node older than the pinned one: `sluice` (and each connector bin) re-executes itself on the
 // Node 24 that `npm ci` puts in node_modules, passing arguments, exit codes and signals through; without that
 // Node it says what to do in one message. Runs with the first Node older than 24 on PATH (the system one).
+// The re-executed plane leads a process group of its own (a terminal's Ctrl-C reaches it once, forwarded) and,
+// on Linux, gets SIGTERM from the kernel if the launcher is killed (setpriv's parent-death signal).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { test } from 'node:test';
+import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { parentDeathWrapper } from '../runtime/src/host/process-group.ts';
+import { until } from '@sluice/runtime/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'plane', 'bin', 'sluice.js');
 const TEST_CAPTURE = join(ROOT, 'runtime', 'bin', 'sluice-test-capture.js');
+const SPINNER = join(ROOT, 'runtime', 'test', 'fixtures', 'spinning-capture.ts');
 
 /** The first `node` on PATH older than 24, or why there is none. */
 function olderNode(): { node: string; version: string } | { skip: string } {
@@ -84,4 +89,76 @@ test('`npm start` passes the plane\'s declared Node flags itself, so the plane i
   const { nodeFlagsOf } = await import('@sluice/runtime/launch');
   const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   assert.equal(scripts['start'], ['node', ...nodeFlagsOf(SLUICE), 'plane/bin/sluice.js', 'start'].join(' '));
+});
+
+/** Running and not a zombie. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** The children of every thread of `pid`. */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((w) => w !== '').map(Number));
+    } catch { /* thread ended */ }
+  }
+  return out;
+}
+
+/**
+ * `sluice serve` on the older Node (the launcher, re-executing the plane on the pinned Node) with a capture whose
+ * connector spins in synchronous code once opened; resolves once that connector runs, with the pids of all three.
+ */
+async function launchedServe(t: TestContext, detached: boolean) {
+  if ('skip' in old) throw new Error('unreachable');
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-launch-'));
+  const pids: number[] = [];
+  t.after(() => {
+    for (const pid of pids) try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const pidFile = join(dir, 'spinner.pid');
+  writeFileSync(join(dir, 'flow.yaml'), `collections:\n  acmeCo/things:\n    schema: {type: object, properties: {id: {type: string}}, required: [id]}\n    key: [/id]\n` +
+    `captures:\n  acmeCo/spinning:\n    endpoint:\n      local:\n        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(SPINNER)}]\n        config: {apiKey: k}\n` +
+    `        env: {SPIN_PID_FILE: ${JSON.stringify(pidFile)}}\n    bindings:\n      - resource: {name: alpha}\n        target: acmeCo/things\n`);
+  const launcher = spawn(old.node, [SLUICE, 'serve', '--catalog', 'flow.yaml', '--port', '0', '--ingest-port', '0', '--data-dir', 'data'], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'], detached });
+  pids.push(launcher.pid!);
+  let err = '';
+  launcher.stderr.on('data', (d: Buffer) => { err += d; });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => launcher.once('exit', (code, signal) => r({ code, signal })));
+  const spinner = await until('the capture\'s connector to spin', () => (existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8')) : undefined), { detail: () => `stderr:\n${err}` });
+  pids.push(spinner);
+  const [plane] = childrenOf(launcher.pid!);
+  assert.ok(plane !== undefined && childrenOf(plane).includes(spinner), 'launcher → plane → connector');
+  pids.push(plane);
+  return { dir, launcher, exited, plane, spinner, stderr: () => err };
+}
+
+test('Ctrl-C at a terminal (SIGINT to the whole process group) stops a plane started on an older Node once, cleanly: exit 0', { skip }, async (t) => {
+  const s = await launchedServe(t, true);
+  // As a terminal does: the signal goes to every process of the foreground group.
+  process.kill(-s.launcher.pid!, 'SIGINT');
+  assert.deepEqual(await s.exited, { code: 0, signal: null }, s.stderr());
+  assert.equal(existsSync(join(s.dir, 'data', 'plane.lock')), false, 'the plane released its data dir');
+  await until(`the plane's connector (pid ${s.spinner}) to be gone`, () => !alive(s.spinner), { ms: 30_000 });
+});
+
+test('the launcher killed with SIGKILL: the plane it started on the pinned Node stops cleanly (parent-death SIGTERM), its connector with it', { skip }, async (t) => {
+  if (parentDeathWrapper() === null) {
+    t.skip('no setpriv with --pdeathsig here (Linux, util-linux 2.33+): the plane would run on as an orphan');
+    return;
+  }
+  const s = await launchedServe(t, false);
+  s.launcher.kill('SIGKILL');
+  await s.exited;
+  await until(`the plane (pid ${s.plane}) to stop`, () => !alive(s.plane), { ms: 60_000, detail: s.stderr });
+  assert.equal(existsSync(join(s.dir, 'data', 'plane.lock')), false, 'the plane stopped cleanly: it released its data dir');
+  await until(`the plane's connector (pid ${s.spinner}) to be gone`, () => !alive(s.spinner), { ms: 30_000 });
 });

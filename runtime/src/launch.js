@@ -111,11 +111,17 @@ export async function runOnSupportedNode(binUrl) {
   // Imported only here, on the way to a re-execution: node:child_process costs every process ~8 ms of CPU to load
   // (issue 16: each connector start), and nothing else a connector does at start needs it.
   const { spawn } = await import('node:child_process');
-  const child = spawn(pinned, args, {
+  // The child leads a process group of its own, so a terminal's Ctrl-C reaches this process only and is forwarded
+  // once: in one group the child got it twice (from the terminal and from here), and a second SIGINT forces a
+  // stop (plane/src/cli/stop-signals.ts). On Linux, killed with SIGKILL this process cannot forward anything: the
+  // child gets SIGTERM from the kernel instead (setpriv's parent-death signal) and stops cleanly.
+  const setpriv = parentDeathSetpriv();
+  const child = spawn(setpriv ?? pinned, setpriv ? ['--pdeathsig', 'TERM', '--', pinned, ...args] : args, {
     stdio: 'inherit',
+    detached: process.platform !== 'win32',
     env: { ...process.env, [REEXEC_ENV]: process.versions.node, [FLAGS_ENV]: '1' },
   });
-  // A supervisor's signal reaches this process; the child must get it too (a terminal's Ctrl-C reaches both).
+  // A supervisor's signal, or a terminal's, reaches this process; the child must get it too.
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {
     process.on(signal, () => { if (child.exitCode === null) child.kill(signal); });
   }
@@ -133,6 +139,24 @@ export async function runOnSupportedNode(binUrl) {
       resolve(undefined);
     });
   });
+}
+
+/**
+ * setpriv when it can set a parent-death signal (Linux, util-linux 2.33 or later: the option is in its binary),
+ * else undefined. As runtime/src/host/process-group.ts's parentDeathWrapper, for this plain-JavaScript module.
+ * @returns {string | undefined}
+ */
+function parentDeathSetpriv() {
+  if (process.platform !== 'linux' || process.env['SLUICE_PDEATHSIG'] === '0') return undefined;
+  for (const dir of (process.env['PATH'] ?? '').split(':')) {
+    const file = join(dir, 'setpriv');
+    try {
+      if (dir !== '' && readFileSync(file).includes('--pdeathsig')) return file;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
 }
 
 /**
