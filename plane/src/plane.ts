@@ -140,13 +140,11 @@ export class LocalPlane {
       return { result: 'publishFailed', pubId: outcome.pubId, errors: [error], tests: [], applied: [], started: [], unchanged: [], upgrades: [], deleted, deletionsRefused: true };
     }
 
-    // The connector processes of the RPCs before the ready line start now, together (Launcher.prestart): each
-    // task's validate, and for a task not running yet its apply, which is then answered as soon as validate's
-    // results are in. The sessions' connectors start once the build has succeeded (below): started now, they
-    // took CPU from validate's on two busy cores and the ready line came later than without them.
-    const ahead = (name: string) => (this.runners.has(name) ? 1 : 2);
-    for (const def of catalog.captures.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'capture', ahead(def.name));
-    for (const def of catalog.materializations.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'materialize', ahead(def.name));
+    // Each task's connector process starts now, together (Launcher.prestart): it answers the task's validate,
+    // then, for a task not running yet, its apply as soon as validate's results are in, and a capture's
+    // session after that (Launcher.unary keeps it for the task's next RPC).
+    for (const def of catalog.captures.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'capture', 1);
+    for (const def of catalog.materializations.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'materialize', 1);
 
     const errors: { detail: string; catalog_name?: string }[] = [];
     const captures: BuiltCapture[] = [];
@@ -266,11 +264,9 @@ export class LocalPlane {
       summary.started.push(name);
     };
     const activating = Promise.all(tasks.map(activate));
-    // A new task's session connector starts now, once the applies are sent (forking a process and creating a
-    // thread hold this thread ~20–50 ms each), while they run: a capture's process, and a materialization's
-    // thread, which starts its first session's connector at once (prepareMaterialization). The runners take
-    // them when their apply is done.
-    for (const c of captures) if (!this.runners.has(c.def.name)) this.launcher.prestart(c.def.endpoint, c.def.name, 'capture', 1);
+    // A new materialization's thread starts now, once the applies are sent (creating a thread holds this
+    // thread ~20–50 ms), while they run; it starts its first session's connector at once
+    // (prepareMaterialization). A capture's session takes the process that answered its validate and apply.
     for (const m of materializations) {
       if (!this.runners.has(m.def.name) && this.launcher.prestartable(m.def.endpoint)) this.#prepared.set(m.def.name, prepareMaterialization(m.def.name, this.launcher.target(m.def.endpoint, m.def.name)));
     }

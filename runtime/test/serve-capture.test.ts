@@ -23,8 +23,7 @@ describe('serveCapture: malformed and out-of-order input', () => {
     ['two variants', ['{"spec":{},"discover":{}}'], 'stdin line 1: a request must have exactly one of "spec", "discover", "validate", "apply", "open", "acknowledge"; found "spec", "discover"'],
     ['unknown variant', ['{"load":{}}'], 'stdin line 1: unknown request "load"; expected one of "spec", "discover", "validate", "apply", "open", "acknowledge"'],
     ['acknowledge first', ['{"acknowledge":{"checkpoints":1}}'], 'unexpected "acknowledge" request (line 1) while awaiting the first request; expected one of "spec", "discover", "validate", "apply", "open"'],
-    ['second request after a unary one', [{ spec: {} }, { spec: {} }], 'unexpected "spec" request (line 2) while done with the unary "spec" RPC; expected end of input (a unary RPC takes exactly one request)'],
-    ['open after discover', [{ discover: { config: { apiKey: 'k' } } }, open([])], 'unexpected "open" request (line 2) while done with the unary "discover" RPC; expected end of input (a unary RPC takes exactly one request)'],
+    ['acknowledge after a unary RPC', [{ spec: {} }, { acknowledge: { checkpoints: 1 } }], 'unexpected "acknowledge" request (line 2) while awaiting the next request; expected one of "spec", "discover", "validate", "apply", "open"'],
     ['acknowledge without explicit acknowledgements', [open([binding('users')]), { acknowledge: { checkpoints: 1 } }], 'unexpected "acknowledge" request (line 2) while the capture session is open; expected no further requests (explicit acknowledgements are off)'],
     ['a second open', [open([binding('users')]), open([binding('users')])], 'unexpected "open" request (line 2) while the capture session is open; expected no further requests (explicit acknowledgements are off)'],
     ['open without a capture', ['{"open":{}}'], '"open" request (line 1) has no capture spec'],
@@ -63,6 +62,39 @@ async function serveRaw(chunks: string[]) {
   }
   return { out: output.lines, error };
 }
+
+describe('serveCapture: several RPCs on one stream (as upstream\'s boilerplate serves them)', () => {
+  it('validate, apply, then open: each answered in turn by one process', async () => {
+    const b = binding('users');
+    const { out, error } = await serve(serveCapture, capture, [
+      { validate: { name: 'acmeCo/src', config: { apiKey: 'k', count: 2 }, bindings: [{ resourceConfig: { name: 'users' }, collection: { name: 'acmeCo/users' } }] } },
+      { apply: { capture: { name: 'acmeCo/src', connectorType: 'IMAGE', config: { apiKey: 'k', count: 2 }, bindings: [b] }, version: 'v1' } },
+      open([b]),
+    ]);
+    assert.equal(error, undefined);
+    assert.equal(out[0], '{"validated":{"bindings":[{"resourcePath":["users"]}]}}');
+    assert.equal(out[1], '{"applied":{}}');
+    assert.ok(out[2]!.startsWith('{"opened":'), out[2]);
+    assert.ok(out.slice(3).some((l) => l.startsWith('{"captured":')), 'the session captured documents');
+  });
+  it('two unary RPCs, then the end of input: both answered, a clean end', async () => {
+    const { out, error } = await serve(serveCapture, capture, [{ spec: {} }, { discover: { config: { apiKey: 'k' } } }]);
+    assert.equal(error, undefined);
+    assert.equal(out.length, 2);
+    assert.ok(out[0]!.startsWith('{"spec":'));
+    assert.ok(out[1]!.startsWith('{"discovered":'));
+  });
+  it('a unary response is written before the next request arrives', async () => {
+    const input = new PassThrough();
+    const output = new Collector();
+    const served = serveCapture(capture, { input, output, stderr: new LogCollector(), env: {} });
+    input.write(`${JSON.stringify({ spec: {} })}\n`);
+    await until('the spec response, with stdin still open', () => output.lines.length === 1);
+    input.end();
+    await served;
+    assert.equal(output.lines.length, 1);
+  });
+});
 
 describe('serveCapture: unary RPCs', () => {
   it('spec: protocol 3032023 and resourcePathPointers', async () => {

@@ -8,7 +8,7 @@ import {
 import type { BuiltCapture, BuiltMaterialization, CaptureDef, Catalog, MaterializationDef, PartitionSelectorDef } from '../catalog/types.ts';
 import { encodePartitionValue } from '../journals/names.ts';
 import { timestampTicks } from '@sluice/runtime';
-import { connectorTypeOf, endpointConfig, unary, type Launcher } from '../tasks/launcher.ts';
+import { connectorTypeOf, endpointConfig, type Launcher } from '../tasks/launcher.ts';
 import { PARTITION_LABEL_PREFIX } from '../tasks/materialize.ts';
 import { selectFields } from './field-selection.ts';
 
@@ -56,7 +56,7 @@ export async function buildCapture(catalog: Catalog, def: CaptureDef, opts: Buil
     return c?.spec;
   });
   if (errors.length) throw new BuildError(errors);
-  const validated = await unary(opts.launcher.capture(def.endpoint, def.name), captureValidateRequest(def, collections as CollectionSpec[]), 'validated', def.name);
+  const validated = await opts.launcher.unary(def.endpoint, def.name, 'capture', captureValidateRequest(def, collections as CollectionSpec[]), 'validated');
   const spec = captureSpecOf(def, collections as CollectionSpec[], (validated.bindings ?? []) as ValidatedCaptureBinding[]);
   const built = { def, spec, actionDescription: '' };
   if (opts.apply) built.actionDescription = await applyCapture(built, opts);
@@ -93,9 +93,9 @@ export function captureSpecOf(def: CaptureDef, collections: CollectionSpec[], va
 /** Runs the connector's apply for a built capture; returns its action description. */
 export async function applyCapture(built: BuiltCapture, opts: Pick<BuildOptions, 'launcher' | 'version' | 'last'>): Promise<string> {
   const { def, spec } = built;
-  const applied = await unary(opts.launcher.capture(def.endpoint, def.name), {
+  const applied = await opts.launcher.unary(def.endpoint, def.name, 'capture', {
     apply: { capture: spec, version: opts.version, ...(opts.last ? { lastCapture: opts.last as CaptureSpec } : {}) },
-  }, 'applied', def.name);
+  }, 'applied');
   return String(applied.actionDescription ?? '');
 }
 
@@ -192,7 +192,7 @@ interface Incompatible { index: number; reasons: string[]; errors: string[] }
 /** Runs the connector's validate and field selection for `def`'s active bindings. */
 async function validateAndSelect(def: MaterializationDef, collections: ReturnType<typeof collectionsOf>, opts: BuildOptions): Promise<MaterializationSelection> {
   const specs = collections.map((c) => c.spec);
-  const validated = await unary(opts.launcher.materialize(def.endpoint, def.name), materializationValidateRequest(def, specs, opts.last as MaterializationSpec | undefined), 'validated', def.name);
+  const validated = await opts.launcher.unary(def.endpoint, def.name, 'materialize', materializationValidateRequest(def, specs, opts.last as MaterializationSpec | undefined), 'validated');
   return materializationBindingsOf(def, specs, (validated.bindings ?? []) as ValidatedMaterializationBinding[]);
 }
 
@@ -266,8 +266,8 @@ export function materializationBindingsOf(def: MaterializationDef, collections: 
 /** Runs the connector's apply for a built materialization; returns its action description. */
 export async function applyMaterialization(built: BuiltMaterialization, opts: Pick<BuildOptions, 'launcher' | 'version' | 'last'>): Promise<string> {
   const { def, spec } = built;
-  const applied = await unary(opts.launcher.materialize(def.endpoint, def.name), {
+  const applied = await opts.launcher.unary(def.endpoint, def.name, 'materialize', {
     apply: { materialization: spec, version: opts.version, ...(opts.last ? { lastMaterialization: opts.last as MaterializationSpec } : {}) },
-  }, 'applied', def.name);
+  }, 'applied');
   return String(applied.actionDescription ?? '');
 }

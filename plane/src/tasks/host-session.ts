@@ -20,6 +20,8 @@ export type SessionLimits = Pick<ConnectorProcessOptions, 'timeoutMs' | 'idleTim
 export class SpareConnector {
   readonly proc: ConnectorProcess;
   #early: ConnectorLog[] = [];
+  /** Its output, read by the sessions that take it one after another (Launcher.unary keeps it for the next RPC). */
+  #batches: AsyncIterator<unknown[]> | undefined;
   #onLog: ((log: ConnectorLog) => void) | undefined;
 
   constructor(target: ConnectorTarget, protocol: Protocol, task: string) {
@@ -31,6 +33,11 @@ export class SpareConnector {
         else if (this.#early.length < 1000) this.#early.push(log);
       },
     });
+  }
+
+  /** The process's responses, a chunk of output at a time: one reader, whichever session has it now. */
+  batches(): AsyncIterator<unknown[]> {
+    return (this.#batches ??= this.proc.responseBatches()[Symbol.asyncIterator]());
   }
 
   /** Routes its logs to `onLog` from now on, the early ones first. */
@@ -52,7 +59,7 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
   // A prestarted process was started before the session's options were known.
   if (limits.capturedBytes !== undefined) proc.capturedBytes = limits.capturedBytes;
   // A chunk of the connector's output at a time: recvBuffered() hands out its responses without an await.
-  const batches = proc.responseBatches()[Symbol.asyncIterator]();
+  const batches = (spare !== undefined ? spare.batches() : proc.responseBatches()[Symbol.asyncIterator]()) as AsyncIterator<Res[]>;
   let batch: Res[] = [];
   let at = 0;
   const named = (err: unknown): unknown => {

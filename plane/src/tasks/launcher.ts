@@ -54,8 +54,9 @@ export class Launcher {
    * validate and apply, then the task's own session). A connector process is a whole Node start (~0.3 s of
    * CPU, most of it before it reads its request): started together, they load while the plane loads the
    * catalog, records the publication and waits on the other RPCs, instead of one after another — the
-   * publication's rounds were the largest part of `serve`'s time to ready (issue 16). Each still serves
-   * exactly one RPC, as when spawned on demand. Only built-in connectors run as processes are started ahead:
+   * publication's rounds were the largest part of `serve`'s time to ready (issue 16). A process taken by
+   * `unary` serves the task's next RPCs too (validate, apply, then a capture's session). Only built-in
+   * connectors run as processes are started ahead:
    * a `local` command is the user's own program, and a container is left to start when it has work.
    */
   prestart(endpoint: EndpointRef, task: string, protocol: Protocol, count: number): void {
@@ -83,6 +84,42 @@ export class Launcher {
     const spare = list?.shift();
     if (list !== undefined && list.length === 0) this.#spares.delete(key);
     return spare;
+  }
+
+  /**
+   * A unary RPC of a task's connector: the response's `variant` member. With a process started ahead for the
+   * task (prestart: the plane's publications), the request goes to it and the process is kept, first in line,
+   * for the task's next RPC: our connectors, like upstream's boilerplates, serve a task's validate, apply and
+   * open one after another on one stream, so a new task costs one Node start instead of three (each ~0.3 s of
+   * CPU). The publication releases what it did not use (releaseSpares). Without one, a fresh process serves
+   * exactly this RPC, its stdin then closed, as Flow's runtime runs every RPC.
+   */
+  async unary(endpoint: EndpointRef, task: string, protocol: Protocol, request: CaptureRequest | MaterializeRequest, variant: string): Promise<JsonObject> {
+    const target = this.target(endpoint, task);
+    const spare = this.#takeSpare(target, protocol, task);
+    if (spare === undefined) {
+      return protocol === 'capture'
+        ? unary(this.capture(endpoint, task), request as CaptureRequest, variant, task)
+        : unary(this.materialize(endpoint, task), request as MaterializeRequest, variant, task);
+    }
+    const session = hostSession<CaptureRequest | MaterializeRequest, Record<string, JsonObject>>(target, protocol, task, {}, {}, spare);
+    let res: Record<string, JsonObject> | undefined;
+    try {
+      await session.send(request);
+      res = await session.recv();
+    } catch (err) {
+      session.kill();
+      throw err;
+    }
+    if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
+    const [got] = Object.keys(res);
+    if (got !== variant) {
+      session.kill();
+      throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
+    }
+    const key = this.#spareKey(target, protocol, task);
+    this.#spares.set(key, [spare, ...(this.#spares.get(key) ?? [])]);
+    return res[variant] ?? {};
   }
 
   /** How many prestarted processes wait for a session. */

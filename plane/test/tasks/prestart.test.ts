@@ -3,6 +3,7 @@
 // ahead is either used or stopped — none is left running after the publication (failed or not) or the plane.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,4 +152,84 @@ materializations:
     await plane.close();
   }
   await until('no materialize-sqlite process after close', () => children(SQLITE_BIN).length === 0);
+});
+
+test('Launcher.unary: a prestarted process answers the task\'s RPCs one after another, then its session', async (t) => {
+  const dir = tempDir(t);
+  const launcher = new Launcher();
+  const endpoint: EndpointRef = { kind: 'sqlite', config: { path: join(dir, 'out.db') } };
+  const task = 'acmeCo/to-sqlite';
+  launcher.prestart(endpoint, task, 'materialize', 1);
+  const [pid] = await until('the prestarted materialize-sqlite process running', () => { const now = children(SQLITE_BIN); return now.length === 1 ? now : undefined; });
+  for (let i = 0; i < 2; i++) {
+    const spec = await launcher.unary(endpoint, task, 'materialize', { spec: { connectorType: 'IMAGE', config: {} } }, 'spec');
+    assert.ok(spec['configSchema'], `RPC ${i + 1} answered`);
+    assert.deepEqual(children(SQLITE_BIN), [pid], `RPC ${i + 1} was served by the prestarted process, which stays for the next one`);
+    assert.equal(launcher.spareCount(), 1);
+  }
+  // The task's next session takes it (here a unary one, which closes its stdin: the process then exits).
+  await unary(launcher.materialize(endpoint, task), { spec: { connectorType: 'IMAGE', config: {} } }, 'spec', task);
+  assert.equal(launcher.spareCount(), 0);
+  await until('the process to exit once its stdin closed', () => children(SQLITE_BIN).length === 0);
+
+  // Without a prestarted process, each RPC has a fresh one that exits after it (as Flow's runtime runs them).
+  await launcher.unary(endpoint, task, 'materialize', { spec: { connectorType: 'IMAGE', config: {} } }, 'spec');
+  assert.equal(launcher.spareCount(), 0);
+  await until('the on-demand process to exit', () => children(SQLITE_BIN).length === 0);
+});
+
+test('a new capture\'s validate, apply and session run in one connector process', async (t) => {
+  const dir = tempDir(t);
+  const csv = 'id\na\nb\nc\nd\n';
+  const server = createHttpServer((req, res) => {
+    res.writeHead(200, { 'content-type': 'text/csv', 'last-modified': 'Wed, 25 Nov 2026 10:00:00 GMT', 'content-length': Buffer.byteLength(csv) });
+    res.end(req.method === 'HEAD' ? undefined : csv);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  t.after(() => server.close());
+  const catalog = join(dir, 'flow.yaml');
+  writeFileSync(catalog, `
+collections:
+  acmeCo/rows:
+    schema: {type: object, properties: {id: {type: string}}, required: [id]}
+    key: [/id]
+captures:
+  acmeCo/source:
+    interval: 1h
+    endpoint:
+      connector:
+        image: ghcr.io/estuary/source-http-file:dev
+        config: {url: "http://127.0.0.1:${(server.address() as { port: number }).port}/rows.csv", parser: {format: {type: csv}}}
+    bindings:
+      - resource: {stream: rows}
+        target: acmeCo/rows
+`);
+  // Every source-http-file process this test process starts, from before the publication until the
+  // capture's session has committed its rows (each lives far longer than the 2 ms between looks).
+  const seen = new Set<number>();
+  let watching = true;
+  const watch = (async () => {
+    while (watching) {
+      for (const pid of children(HTTP_FILE_BIN)) seen.add(pid);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+  })();
+  const recorder = new MemoryRecorder();
+  const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder });
+  try {
+    const result = await plane.publish();
+    assert.equal(result.result, 'success', result.errors.join('; '));
+    assert.deepEqual(result.started, ['acmeCo/source']);
+    await until('the capture to commit its 4 rows', () => plane.store.journals('acmeCo/rows').some((j) => plane.store.head(j.name) > 0), {
+      ms: 60_000,
+      detail: () => `journals ${JSON.stringify(plane.store.journals())}; events ${JSON.stringify(recorder.events.slice(-6))}`,
+    });
+    watching = false;
+    await watch;
+    assert.equal(seen.size, 1, `one source-http-file process served validate, apply and the session; saw ${[...seen].join(', ')}`);
+  } finally {
+    watching = false;
+    await plane.close();
+  }
+  await until('no source-http-file process after close', () => children(HTTP_FILE_BIN).length === 0);
 });

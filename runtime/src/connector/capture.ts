@@ -12,7 +12,7 @@ import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import { resolvePointer } from '../protocol/json-pointer.ts';
 import {
-  INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped, openSessionIO,
+  INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,
 } from './session.ts';
 import type { CaptureBinding, CaptureConnector, CaptureOutput, CapturedLines } from './types.ts';
@@ -142,8 +142,8 @@ export function encodeCaptureOutput(output: CaptureOutput, bindingCount: number)
 }
 
 /**
- * Serves one capture RPC on stdin/stdout (or the given input/output). Resolves when the RPC ended
- * cleanly; rejects with the error to report (the caller exits 1).
+ * Serves capture RPCs on stdin/stdout (or the given input/output): unary ones until the input ends, or an
+ * `open` session. Resolves when they ended cleanly; rejects with the error to report (the caller exits 1).
  */
 export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
   connector: CaptureConnector<Config, Resource>,
@@ -152,62 +152,70 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
   const io = openSessionIO(options, CAPTURE_REQUESTS);
   const schemas = new ConnectorSchemas(connector);
   try {
-    const first = await io.requests.next();
-    if (isStopped(first)) return;
-    if (first === null) {
+    let request = await io.requests.next();
+    if (isStopped(request)) return;
+    if (request === null) {
       throw new ProtocolError(`stdin ended before any request; expected one of ${FIRST_REQUESTS.map((v) => `"${v}"`).join(', ')}`);
     }
-    io.log.debug('capture request', { request: first.variant });
-    const body = first.body;
-    switch (first.variant) {
-      case 'spec': {
-        schemas.check();
-        await io.writer.write({ spec: captureSpecResponse(connector) });
-        break;
+    // As upstream's boilerplates: after a unary RPC the same process serves the next request, until its
+    // stdin ends or an `open` starts a session. Flow's runtime closes stdin after one unary request (the
+    // process then exits as before); the local plane sends a task's validate, apply (and a capture's open)
+    // to one process, instead of starting Node for each (Launcher.unary).
+    while (true) {
+      io.log.debug('capture request', { request: request.variant });
+      const body = request.body;
+      switch (request.variant) {
+        case 'spec': {
+          schemas.check();
+          await io.writer.write({ spec: captureSpecResponse(connector) });
+          break;
+        }
+        case 'discover': {
+          const config = schemas.configValidator.validate<Config>(body['config'], 'endpoint config');
+          const bindings = await connector.discover({ config, log: io.log, signal: io.controller.signal });
+          if (!Array.isArray(bindings)) throw new ProtocolError(`the connector's discover() must return an array of bindings`);
+          await io.writer.write({ discovered: { bindings: bindings.map(encodeDiscovered) } });
+          break;
+        }
+        case 'validate': {
+          const req = body as CaptureValidateRequest;
+          const config = schemas.configValidator.validate<Config>(req.config, 'endpoint config');
+          const reqBindings = req.bindings ?? [];
+          const resources = reqBindings.map((b, i) => schemas.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${i}${b.collection?.name ? ` (${b.collection.name})` : ''}`));
+          const returned = connector.validate
+            ? await connector.validate({
+              config, log: io.log, signal: io.controller.signal, name: req.name ?? '',
+              bindings: reqBindings.map((b, i) => ({ resource: resources[i]!, collection: b.collection, backfill: b.backfill ?? 0 })),
+            })
+            : undefined;
+          const paths = returned
+            ? checkResourcePaths(returned, reqBindings.length)
+            : resources.map((r, i) => resourcePathOf(r as JsonValue, connector.resourcePathPointers, i));
+          await io.writer.write({ validated: { bindings: paths.map((resourcePath) => ({ resourcePath })) } });
+          break;
+        }
+        case 'apply': {
+          const req = body as unknown as CaptureApplyRequest;
+          const config = schemas.configValidator.validate<Config>(req.capture?.config, 'endpoint config');
+          const description = connector.apply
+            ? await connector.apply({
+              config, log: io.log, signal: io.controller.signal, capture: req.capture, version: req.version ?? '',
+              dryRun: req.dryRun === true, ...(req.lastCapture ? { lastCapture: req.lastCapture } : {}),
+            })
+            : '';
+          await io.writer.write({ applied: description ? { actionDescription: description } : {} });
+          break;
+        }
+        case 'open':
+          await runSession(connector, io, schemas, request);
+          return;
+        default:
+          throw unexpectedRequest(request, request.line === 1 ? 'awaiting the first request' : 'awaiting the next request', FIRST_REQUESTS);
       }
-      case 'discover': {
-        const config = schemas.configValidator.validate<Config>(body['config'], 'endpoint config');
-        const bindings = await connector.discover({ config, log: io.log, signal: io.controller.signal });
-        if (!Array.isArray(bindings)) throw new ProtocolError(`the connector's discover() must return an array of bindings`);
-        await io.writer.write({ discovered: { bindings: bindings.map(encodeDiscovered) } });
-        break;
-      }
-      case 'validate': {
-        const req = body as CaptureValidateRequest;
-        const config = schemas.configValidator.validate<Config>(req.config, 'endpoint config');
-        const reqBindings = req.bindings ?? [];
-        const resources = reqBindings.map((b, i) => schemas.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${i}${b.collection?.name ? ` (${b.collection.name})` : ''}`));
-        const returned = connector.validate
-          ? await connector.validate({
-            config, log: io.log, signal: io.controller.signal, name: req.name ?? '',
-            bindings: reqBindings.map((b, i) => ({ resource: resources[i]!, collection: b.collection, backfill: b.backfill ?? 0 })),
-          })
-          : undefined;
-        const paths = returned
-          ? checkResourcePaths(returned, reqBindings.length)
-          : resources.map((r, i) => resourcePathOf(r as JsonValue, connector.resourcePathPointers, i));
-        await io.writer.write({ validated: { bindings: paths.map((resourcePath) => ({ resourcePath })) } });
-        break;
-      }
-      case 'apply': {
-        const req = body as unknown as CaptureApplyRequest;
-        const config = schemas.configValidator.validate<Config>(req.capture?.config, 'endpoint config');
-        const description = connector.apply
-          ? await connector.apply({
-            config, log: io.log, signal: io.controller.signal, capture: req.capture, version: req.version ?? '',
-            dryRun: req.dryRun === true, ...(req.lastCapture ? { lastCapture: req.lastCapture } : {}),
-          })
-          : '';
-        await io.writer.write({ applied: description ? { actionDescription: description } : {} });
-        break;
-      }
-      case 'open':
-        await runSession(connector, io, schemas, first);
-        return;
-      default:
-        throw unexpectedRequest(first, 'awaiting the first request', FIRST_REQUESTS);
+      const next = await nextAfterUnary(io);
+      if (next === null) return;
+      request = next;
     }
-    await expectEndOfInput(io, first);
   } finally {
     io.requests.close();
     io.controller.abort();

@@ -18,7 +18,7 @@ import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import {
-  Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, expectEndOfInput, isPlainObject, isStopped,
+  Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, isPlainObject, isStopped,
   openSessionIO, unexpectedEof, unexpectedRequest,
 } from './session.ts';
 import type { DecodedLoad, DecodedStore, MaterializeBinding, MaterializeConnector, Transactor } from './types.ts';
@@ -318,8 +318,8 @@ class Schemas extends ConnectorSchemas {
 }
 
 /**
- * Serves one materialize RPC on stdin/stdout (or the given input/output). Resolves when the RPC ended
- * cleanly; rejects with the error to report (the caller exits 1).
+ * Serves materialize RPCs on stdin/stdout (or the given input/output): unary ones until the input ends, or
+ * an `open` session. Resolves when they ended cleanly; rejects with the error to report (the caller exits 1).
  */
 export async function serveMaterialize<Config = JsonObject, Resource = JsonObject>(
   connector: MaterializeConnector<Config, Resource>,
@@ -328,60 +328,68 @@ export async function serveMaterialize<Config = JsonObject, Resource = JsonObjec
   const io = openSessionIO(options, MATERIALIZE_REQUESTS, MATERIALIZE_SCAN);
   const schemas = new Schemas(connector);
   try {
-    const first = await io.requests.next();
-    if (isStopped(first)) return;
-    if (first === null) {
+    let request = await io.requests.next();
+    if (isStopped(request)) return;
+    if (request === null) {
       throw new ProtocolError(`stdin ended before any request; expected one of ${FIRST_REQUESTS.map((v) => `"${v}"`).join(', ')}`);
     }
-    io.log.debug('materialize request', { request: first.variant });
-    const base = { log: io.log, signal: io.controller.signal };
-    switch (first.variant) {
-      case 'spec':
-        schemas.check();
-        await io.writer.write({ spec: materializeSpecResponse(connector) });
-        break;
-      case 'validate': {
-        const req = first.body as MaterializeValidateRequest;
-        const config = schemas.configValidator.validate<Config>(req.config, 'endpoint config');
-        const bindings = (req.bindings ?? []).map((b, i) => ({
-          resource: schemas.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${i}${b.collection?.name ? ` (${b.collection.name})` : ''}`),
-          collection: b.collection,
-          fieldConfig: b.fieldConfig ?? {},
-          backfill: b.backfill ?? 0,
-          ...(b.groupBy ? { groupBy: b.groupBy } : {}),
-        }));
-        const validated = await connector.validate({
-          ...base, config, name: req.name ?? '', bindings,
-          ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
-        });
-        if (!Array.isArray(validated) || validated.length !== bindings.length) {
-          throw new ProtocolError(`the connector's validate() returned ${Array.isArray(validated) ? validated.length : 'no'} bindings for ${bindings.length} requested`);
+    // As upstream's boilerplates: after a unary RPC the same process serves the next request, until its
+    // stdin ends or an `open` starts a session. Flow's runtime closes stdin after one unary request (the
+    // process then exits as before); the local plane sends a task's validate, apply (and a capture's open)
+    // to one process, instead of starting Node for each (Launcher.unary).
+    while (true) {
+      io.log.debug('materialize request', { request: request.variant });
+      const base = { log: io.log, signal: io.controller.signal };
+      switch (request.variant) {
+        case 'spec':
+          schemas.check();
+          await io.writer.write({ spec: materializeSpecResponse(connector) });
+          break;
+        case 'validate': {
+          const req = request.body as MaterializeValidateRequest;
+          const config = schemas.configValidator.validate<Config>(req.config, 'endpoint config');
+          const bindings = (req.bindings ?? []).map((b, i) => ({
+            resource: schemas.resourceValidator.validate<Resource>(b.resourceConfig, `resource config of binding ${i}${b.collection?.name ? ` (${b.collection.name})` : ''}`),
+            collection: b.collection,
+            fieldConfig: b.fieldConfig ?? {},
+            backfill: b.backfill ?? 0,
+            ...(b.groupBy ? { groupBy: b.groupBy } : {}),
+          }));
+          const validated = await connector.validate({
+            ...base, config, name: req.name ?? '', bindings,
+            ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
+          });
+          if (!Array.isArray(validated) || validated.length !== bindings.length) {
+            throw new ProtocolError(`the connector's validate() returned ${Array.isArray(validated) ? validated.length : 'no'} bindings for ${bindings.length} requested`);
+          }
+          await io.writer.write({ validated: { bindings: validated.map(encodeValidated) } });
+          break;
         }
-        await io.writer.write({ validated: { bindings: validated.map(encodeValidated) } });
-        break;
+        case 'apply': {
+          const req = request.body as unknown as MaterializeApplyRequest;
+          if (!isPlainObject(req.materialization)) throw new ProtocolError(`"apply" request (line ${request.line}) has no materialization spec`);
+          const config = schemas.configValidator.validate<Config>(req.materialization.config, 'endpoint config');
+          const applied = await connector.apply({
+            ...base, config, materialization: req.materialization, bindings: schemas.bindings<Resource>(req.materialization),
+            version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {}, dryRun: req.dryRun === true,
+            ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
+          });
+          const out: JsonObject = {};
+          if (applied?.actionDescription) out['actionDescription'] = applied.actionDescription;
+          if (applied?.state) out['state'] = encodeState(applied).state!;
+          await io.writer.write({ applied: out });
+          break;
+        }
+        case 'open':
+          await runSession(connector, io, schemas, request);
+          return;
+        default:
+          throw unexpectedRequest(request, request.line === 1 ? 'awaiting the first request' : 'awaiting the next request', FIRST_REQUESTS);
       }
-      case 'apply': {
-        const req = first.body as unknown as MaterializeApplyRequest;
-        if (!isPlainObject(req.materialization)) throw new ProtocolError(`"apply" request (line ${first.line}) has no materialization spec`);
-        const config = schemas.configValidator.validate<Config>(req.materialization.config, 'endpoint config');
-        const applied = await connector.apply({
-          ...base, config, materialization: req.materialization, bindings: schemas.bindings<Resource>(req.materialization),
-          version: req.version ?? '', state: isPlainObject(req.state) ? req.state : {}, dryRun: req.dryRun === true,
-          ...(req.lastMaterialization ? { lastMaterialization: req.lastMaterialization } : {}),
-        });
-        const out: JsonObject = {};
-        if (applied?.actionDescription) out['actionDescription'] = applied.actionDescription;
-        if (applied?.state) out['state'] = encodeState(applied).state!;
-        await io.writer.write({ applied: out });
-        break;
-      }
-      case 'open':
-        await runSession(connector, io, schemas, first);
-        return;
-      default:
-        throw unexpectedRequest(first, 'awaiting the first request', FIRST_REQUESTS);
+      const next = await nextAfterUnary(io);
+      if (next === null) return;
+      request = next;
     }
-    await expectEndOfInput(io, first);
   } finally {
     io.requests.close();
     io.controller.abort();

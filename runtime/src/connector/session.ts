@@ -131,10 +131,14 @@ export function unexpectedEof(state: string, expected: readonly string[]): Proto
 }
 
 /** After a unary response: anything but end of input is an error. */
-export async function expectEndOfInput(io: SessionIO, answered: Envelope): Promise<void> {
+/**
+ * After a unary RPC's response: flushes it, then reads the next request — null at the end of input (or
+ * when stopped), which ends the process as before.
+ */
+export async function nextAfterUnary(io: SessionIO): Promise<Envelope | null> {
+  await io.writer.flush();
   const next = await io.requests.next();
-  if (next === null || isStopped(next)) return;
-  throw unexpectedRequest(next, `done with the unary "${answered.variant}" RPC`, 'end of input (a unary RPC takes exactly one request)');
+  return next === null || isStopped(next) ? null : next;
 }
 
 /** Checks a binding index from a request or from connector output. */

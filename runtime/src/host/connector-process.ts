@@ -418,13 +418,14 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     const splitter = new LineSplitter({ name });
     const chunks = chunkIterator(this.child.stdout!);
     this.#chunks = chunks;
-    const bytes = this.options.protocol === 'capture' && this.capturedBytes;
+    const capture = this.options.protocol === 'capture';
     const shape: CapturedShape = { binding: 0 };
     const parseLine: LineParser = (text, line) => (this.responseOf(parseEnvelope({ text, line }, variants, 'response', name)) as unknown as { captured: CapturedResponse }).captured;
     const fail: OutputFailure = (err) => this.#outputFailed(err);
     let batch: ResponseOf<P>[] = [];
     const visit = (buf: Buffer, start: number, end: number, line: number): void => {
-      if (bytes) {
+      // Read per line: a process that served a unary RPC first is given to its session afterwards (plane Launcher.unary).
+      if (capture && this.capturedBytes) {
         const docStart = capturedLineShape(buf, start, end, shape);
         if (docStart >= 0) {
           batch.push(new CapturedLine(new CapturedBytes(shape.binding, buf, docStart, end - 2, start, end, line, parseLine, fail)) as unknown as ResponseOf<P>);
