@@ -248,6 +248,22 @@ describe('Parquet nested values: exact, and the same as at the top level', () =>
     }
   });
 
+  test('a map whose entries are not named key and value (other writers name them freely) is read as a map', async () => {
+    const path = `${dir}/names.parquet`;
+    await c.run(`COPY (SELECT MAP {'a': 1.5::DECIMAL(4,2), 'b': NULL} AS m) TO '${path}' (FORMAT parquet)`);
+    // The footer's names `key` and `value` (thrift strings: a length byte, then the bytes) renamed in place, same lengths.
+    const bytes = readFileSync(path);
+    const len = bytes.readUInt32LE(bytes.length - 8);
+    const footer = bytes.subarray(bytes.length - 8 - len, bytes.length - 8);
+    const renamed = footer.toString('latin1').replaceAll('\x03key', '\x03kez').replaceAll('\x05value', '\x05valuf');
+    assert.notEqual(renamed, footer.toString('latin1'));
+    Buffer.from(renamed, 'latin1').copy(footer);
+    for (const nestedBytes of [true, false]) {
+      const [line] = await readLines(bytes, nestedBytes);
+      assert.deepEqual(docOf(line as string), { m: { a: num('1.5'), b: null } });
+    }
+  });
+
   test('unsigned 32-bit integers from 2^31 up in DELTA_BINARY_PACKED pages: exact where the byte writer reads them, refused where hyparquet would change them', async () => {
     // hyparquet reads such a page's first value modulo 2^32 of its zigzag form: DuckDB's 4294967295 became 2147483647.
     const values = "(4294967295 - i * 7)::UINTEGER";
