@@ -3,7 +3,7 @@
 // selection) → catalog tests → record the publication → apply and (re)start the tasks whose built spec
 // changed (unchanged ones keep running on the new build; removed ones stop). A publication that fails
 // to load, build or test is recorded as such and the running tasks are left as they were.
-import type { CaptureSpec, JsonObject, MaterializationSpec } from '@sluice/runtime';
+import type { CaptureSpec, JsonObject, MaterializationSpec, MaterializeRequest } from '@sluice/runtime';
 import { applyCapture, applyMaterialization, buildCapture, buildMaterialization } from './build/build.ts';
 import type { IncompatibleOutcome } from './build/build.ts';
 import { loadCatalog } from './catalog/load.ts';
@@ -19,7 +19,7 @@ import { CollectionWriters } from './journals/writer.ts';
 import { runCaptureSession } from './tasks/capture.ts';
 import { runCatalogTest, type TestOutcome } from './tasks/catalog-tests.ts';
 import { Launcher } from './tasks/launcher.ts';
-import { materializeInThread, prepareMaterialization, releasePreparedMaterialization, runMaterializeSession, type PreparedMaterialization } from './tasks/materialize.ts';
+import { materializeInThread, prepareMaterialization, releasePreparedMaterialization, runMaterializeSession, unaryInPrepared, type PreparedMaterialization } from './tasks/materialize.ts';
 import { TaskRunner } from './tasks/runner.ts';
 
 export interface LocalPlaneOptions {
@@ -141,10 +141,21 @@ export class LocalPlane {
     }
 
     // Each task's connector process starts now, together (Launcher.prestart): it answers the task's validate,
-    // then, for a task not running yet, its apply as soon as validate's results are in, and a capture's
-    // session after that (Launcher.unary keeps it for the task's next RPC).
+    // then, for a task not running yet, its apply as soon as validate's results are in, and then its session
+    // (Launcher.unary keeps it for the task's next RPC). A new materialization's session runs on a thread of
+    // its own: that thread starts now with its connector (prepareMaterialization), and the publication's
+    // RPCs go to it (Launcher.route), so the session's connector is the one that answered them.
     for (const def of catalog.captures.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'capture', 1);
-    for (const def of catalog.materializations.values()) if (!def.disabled) this.launcher.prestart(def.endpoint, def.name, 'materialize', 1);
+    for (const def of catalog.materializations.values()) {
+      if (def.disabled) continue;
+      if (!this.runners.has(def.name) && this.launcher.prestartable(def.endpoint)) {
+        const prepared = prepareMaterialization(def.name, this.launcher.target(def.endpoint, def.name));
+        this.#prepared.set(def.name, prepared);
+        this.launcher.route(def.endpoint, def.name, 'materialize', (request, variant) => unaryInPrepared(prepared, request as MaterializeRequest, variant));
+      } else {
+        this.launcher.prestart(def.endpoint, def.name, 'materialize', 1);
+      }
+    }
 
     const errors: { detail: string; catalog_name?: string }[] = [];
     const captures: BuiltCapture[] = [];
@@ -264,12 +275,6 @@ export class LocalPlane {
       summary.started.push(name);
     };
     const activating = Promise.all(tasks.map(activate));
-    // A new materialization's thread starts now, once the applies are sent (creating a thread holds this
-    // thread ~20–50 ms), while they run; it starts its first session's connector at once
-    // (prepareMaterialization). A capture's session takes the process that answered its validate and apply.
-    for (const m of materializations) {
-      if (!this.runners.has(m.def.name) && this.launcher.prestartable(m.def.endpoint)) this.#prepared.set(m.def.name, prepareMaterialization(m.def.name, this.launcher.target(m.def.endpoint, m.def.name)));
-    }
     await activating;
     summary.started.sort();
     summary.unchanged.sort();

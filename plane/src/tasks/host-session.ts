@@ -1,7 +1,7 @@
 // A task's connector session over the runtime's host (`@sluice/runtime/host`): the connector runs as a
 // process or container, requests go to its stdin, responses come back in order, and a failed exit
 // rejects with the connector's last error line, prefixed with the task name.
-import type { JsonObject } from '@sluice/runtime';
+import { ProtocolError, type JsonObject } from '@sluice/runtime';
 import { ConnectorExitError } from '@sluice/runtime/errors';
 import { startConnector, type ConnectorLog, type ConnectorProcess, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { ConnectorSession, SessionHooks } from './session.ts';
@@ -105,4 +105,28 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
     get awaiting() { return proc.awaiting; },
     set awaiting(what: string) { proc.awaiting = what; },
   };
+}
+
+/**
+ * A unary RPC on a process started ahead (Launcher.unary, the materialization thread's `unary`): the
+ * response's `variant` member. The process is left running for the task's next RPC (our connectors serve
+ * requests one after another on one stream); one that failed or answered out of turn is killed.
+ */
+export async function unaryOnSpare<Req>(spare: SpareConnector, target: ConnectorTarget, protocol: Protocol, task: string, request: Req, variant: string): Promise<JsonObject> {
+  const session = hostSession<Req, Record<string, JsonObject>>(target, protocol, task, {}, {}, spare);
+  let res: Record<string, JsonObject> | undefined;
+  try {
+    await session.send(request);
+    res = await session.recv();
+  } catch (err) {
+    session.kill();
+    throw err;
+  }
+  if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
+  const [got] = Object.keys(res);
+  if (got !== variant) {
+    session.kill();
+    throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
+  }
+  return res[variant] ?? {};
 }

@@ -10,7 +10,7 @@ import {
 import { isContainerTarget, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { EndpointRef } from '../catalog/types.ts';
 import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector, builtinForImage, isInstalled, type BuiltinConnector } from '../registry.ts';
-import { hostSession, SpareConnector } from './host-session.ts';
+import { hostSession, SpareConnector, unaryOnSpare } from './host-session.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
 export interface LauncherOptions {
@@ -41,6 +41,8 @@ export class Launcher {
   readonly options: LauncherOptions;
   /** Connector processes started ahead of their sessions (prestart), by protocol, task and target. */
   readonly #spares = new Map<string, SpareConnector[]>();
+  /** Where a task's unary RPCs go instead (route), by protocol, task and target. */
+  readonly #routes = new Map<string, (request: CaptureRequest | MaterializeRequest, variant: string) => Promise<JsonObject>>();
   constructor(options: LauncherOptions = {}) {
     this.options = options;
   }
@@ -96,30 +98,27 @@ export class Launcher {
    */
   async unary(endpoint: EndpointRef, task: string, protocol: Protocol, request: CaptureRequest | MaterializeRequest, variant: string): Promise<JsonObject> {
     const target = this.target(endpoint, task);
+    const route = this.#routes.get(this.#spareKey(target, protocol, task));
+    if (route !== undefined) return route(request, variant);
     const spare = this.#takeSpare(target, protocol, task);
     if (spare === undefined) {
       return protocol === 'capture'
         ? unary(this.capture(endpoint, task), request as CaptureRequest, variant, task)
         : unary(this.materialize(endpoint, task), request as MaterializeRequest, variant, task);
     }
-    const session = hostSession<CaptureRequest | MaterializeRequest, Record<string, JsonObject>>(target, protocol, task, {}, {}, spare);
-    let res: Record<string, JsonObject> | undefined;
-    try {
-      await session.send(request);
-      res = await session.recv();
-    } catch (err) {
-      session.kill();
-      throw err;
-    }
-    if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
-    const [got] = Object.keys(res);
-    if (got !== variant) {
-      session.kill();
-      throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
-    }
+    const value = await unaryOnSpare(spare, target, protocol, task, request, variant);
     const key = this.#spareKey(target, protocol, task);
     this.#spares.set(key, [spare, ...(this.#spares.get(key) ?? [])]);
-    return res[variant] ?? {};
+    return value;
+  }
+
+  /**
+   * Sends the task's unary RPCs to `serve` until releaseSpares (the end of the publication): a materialization
+   * whose session thread is started ahead has its validate and apply answered by that thread's connector
+   * (tasks/materialize.ts unaryInPrepared), the same process that then serves the session.
+   */
+  route(endpoint: EndpointRef, task: string, protocol: Protocol, serve: (request: CaptureRequest | MaterializeRequest, variant: string) => Promise<JsonObject>): void {
+    this.#routes.set(this.#spareKey(this.target(endpoint, task), protocol, task), serve);
   }
 
   /** How many prestarted processes wait for a session. */
@@ -133,6 +132,7 @@ export class Launcher {
   async releaseSpares(): Promise<void> {
     const spares = [...this.#spares.values()].flat();
     this.#spares.clear();
+    this.#routes.clear();
     await Promise.all(spares.map((s) => s.proc.kill(2000).catch(() => undefined)));
   }
 

@@ -1,7 +1,7 @@
 // What the plane's main thread and a materialization's own thread (materialize-thread.ts) say to each
 // other, and the journal bytes a transaction carries between them. Kept apart from both sides so that
 // each imports only what it needs (the thread loads no journal store, the main thread no driver loop).
-import type { ConnectorState, JsonObject, JsonSchema, MaterializationSpec, RuntimeCheckpoint } from '@sluice/runtime';
+import type { ConnectorState, JsonObject, JsonSchema, MaterializationSpec, MaterializeRequest, RuntimeCheckpoint } from '@sluice/runtime';
 import type { ConnectorTarget, TransactionStats } from '@sluice/runtime/host';
 import type { SerializedError } from '@sluice/runtime/thread';
 import type { ConnectorLogEvent } from './session.ts';
@@ -60,12 +60,16 @@ export type ToThread =
   /** Start the session's connector now (before `start`): a task about to start (tasks/materialize.ts prepare). */
   | { t: 'prespawn'; target: ConnectorTarget; name: string }
   /** Not needed after all: stop the prespawned connector and answer `end`. */
-  | { t: 'release' };
+  | { t: 'release' }
+  /** A unary RPC (the publication's validate, apply) for the prespawned connector; answered by `unaryReply`. */
+  | { t: 'unary'; id: number; request: MaterializeRequest; variant: string };
 
 export type FromThread =
   | { [F in keyof ThreadCalls]: { t: 'call'; id: number; fn: F; arg: ThreadCalls[F] } }[keyof ThreadCalls]
   | { t: 'log'; event: ConnectorLogEvent }
   /** A committed transaction's journal bytes, handed back (transferred) for the store to read into again. */
   | { t: 'recycle'; buffers: ArrayBuffer[] }
+  /** The answer to `unary`: the response's variant member, or the error. */
+  | { t: 'unaryReply'; id: number; value?: JsonObject; error?: SerializedError }
   /** The session ended: cleanly, or with the error it failed with. */
   | { t: 'end'; error?: SerializedError };

@@ -8,14 +8,14 @@ import { rebuildError, serializeError, serveThread } from '@sluice/runtime/threa
 import { runMaterializeDriver, type ConnectorTarget, type DriverBindingOptions } from '@sluice/runtime/host';
 import type { JsonValue } from '@sluice/runtime';
 import { createReducer } from '../catalog/reduce.ts';
-import { hostSession, SpareConnector } from './host-session.ts';
+import { hostSession, SpareConnector, unaryOnSpare } from './host-session.ts';
 import { driverChunks, type ChunkedTransaction, type FromThread, type ThreadCalls, type ThreadStart, type ToThread } from './materialize-thread-messages.ts';
 import type { ConnectorSession } from './session.ts';
 import type { MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
 
 let session: ConnectorSession<MaterializeRequest, MaterializeResponse> | undefined;
 /** The session's connector, started ahead of `start` (a `prespawn`), with what it was started for. */
-let spare: { key: string; connector: SpareConnector } | undefined;
+let spare: { key: string; name: string; target: ConnectorTarget; connector: SpareConnector } | undefined;
 const spareKey = (target: ConnectorTarget, name: string) => JSON.stringify([name, target]);
 const killSpare = () => {
   void spare?.connector.proc.kill(2000).catch(() => undefined);
@@ -35,7 +35,20 @@ const port = serveThread<ToThread, FromThread>('plane/src/tasks/materialize-thre
     );
   } else if (m.t === 'prespawn') {
     killSpare();
-    spare = { key: spareKey(m.target, m.name), connector: new SpareConnector(m.target, 'materialize', m.name) };
+    spare = { key: spareKey(m.target, m.name), name: m.name, target: m.target, connector: new SpareConnector(m.target, 'materialize', m.name) };
+  } else if (m.t === 'unary') {
+    // The publication's validate and apply, on the connector that then serves the session (Launcher.route).
+    const s = spare;
+    const answer = s === undefined
+      ? Promise.reject(new Error(`${m.variant}: the materialization thread has no connector started ahead`))
+      : unaryOnSpare(s.connector, s.target, 'materialize', s.name, m.request, m.variant).catch((err: unknown) => {
+        if (spare === s) spare = undefined; // killed: the session starts its own
+        throw err;
+      });
+    answer.then(
+      (value) => port.post({ t: 'unaryReply', id: m.id, value }),
+      (err: unknown) => port.post({ t: 'unaryReply', id: m.id, error: serializeError(err) }),
+    );
   } else if (m.t === 'release') {
     killSpare();
     port.post({ t: 'end' });

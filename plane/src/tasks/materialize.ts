@@ -89,6 +89,8 @@ export interface PreparedMaterialization {
   readonly task: string;
   readonly target: ConnectorTarget;
   readonly thread: Thread<ToThread, FromThread>;
+  /** unaryInPrepared's requests awaiting their answer, by id. */
+  readonly pending: Map<number, { resolve: (v: JsonObject) => void; reject: (err: Error) => void }>;
 }
 
 /**
@@ -102,7 +104,33 @@ export interface PreparedMaterialization {
 export function prepareMaterialization(task: string, target: ConnectorTarget): PreparedMaterialization {
   const thread = materializeThreads.start();
   thread.post({ t: 'prespawn', target, name: task });
-  return { task, target, thread };
+  const pending: PreparedMaterialization['pending'] = new Map();
+  // Until its session takes the thread (runInThread sets its own handlers): the answers to unaryInPrepared.
+  thread.onMessage((m) => {
+    if (m.t !== 'unaryReply') return;
+    const w = pending.get(m.id);
+    pending.delete(m.id);
+    if (m.error !== undefined) w?.reject(rebuildError(m.error));
+    else w?.resolve(m.value ?? {});
+  });
+  thread.onEnd((failure) => {
+    for (const w of pending.values()) w.reject(failure ?? new Error(`${task}: the materialization thread ended before answering`));
+    pending.clear();
+  });
+  return { task, target, thread, pending };
+}
+
+let unaryIds = 0;
+/**
+ * A unary RPC (validate, apply) answered by the prepared thread's connector — the process its session then
+ * takes, so a new materialization costs one connector start, not two (Launcher.route).
+ */
+export function unaryInPrepared(p: PreparedMaterialization, request: MaterializeRequest, variant: string): Promise<JsonObject> {
+  const id = unaryIds++;
+  return new Promise((resolve, reject) => {
+    p.pending.set(id, { resolve, reject });
+    p.thread.post({ t: 'unary', id, request, variant });
+  });
 }
 
 /** Ends a prepared thread no session took: it stops its connector first (which has read no request), then ends. */
@@ -133,6 +161,8 @@ async function runInThread(c: ThreadedConnector, start: ThreadStart, cb: Callbac
       thread.onMessage((m) => {
         if (m.t === 'log') {
           c.hooks.onLog?.(m.event);
+        } else if (m.t === 'unaryReply') {
+          // The publication's RPCs were all answered before its session started: nothing waits for one.
         } else if (m.t === 'recycle') {
           recycle(m.buffers);
         } else if (m.t === 'end') {

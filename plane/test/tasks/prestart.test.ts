@@ -6,6 +6,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer as createHttpServer } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
 import { until } from '@sluice/runtime/testing';
@@ -34,6 +35,16 @@ function children(bin: string): number[] {
     }
   }
   return out;
+}
+
+/** Rows in the `rows` table of the SQLite file `db` (0 while it cannot be read yet). */
+function sqliteRows(db: string): number {
+  try {
+    const d = new DatabaseSync(db, { readOnly: true });
+    try { return Number((d.prepare('SELECT count(*) AS n FROM rows').get() as { n: number }).n); } finally { d.close(); }
+  } catch {
+    return 0;
+  }
 }
 
 /** A loopback port nothing listens on. */
@@ -143,8 +154,8 @@ materializations:
     const result = await plane.publish();
     assert.equal(result.result, 'success', result.errors.join('; '));
     assert.deepEqual(result.started, ['acmeCo/source-test', 'acmeCo/to-sqlite']);
-    assert.equal(plane.launcher.spareCount(), 0, 'validate and apply took the two prestarted materialize-sqlite processes');
-    // Left: the materialization's session (its thread's connector, started ahead too). Validate's and apply's exited.
+    assert.equal(plane.launcher.spareCount(), 0, 'nothing left waiting: validate and apply went to the session\'s thread');
+    // Left: the materialization's session (its thread's connector, which answered validate and apply too).
     await until('only the session\'s materialize-sqlite process running', () => children(SQLITE_BIN).length === 1, {
       detail: () => `running: ${children(SQLITE_BIN).join(', ')}`,
     });
@@ -178,7 +189,7 @@ test('Launcher.unary: a prestarted process answers the task\'s RPCs one after an
   await until('the on-demand process to exit', () => children(SQLITE_BIN).length === 0);
 });
 
-test('a new capture\'s validate, apply and session run in one connector process', async (t) => {
+test('a new task\'s validate, apply and session run in one connector process (capture and materialization)', async (t) => {
   const dir = tempDir(t);
   const csv = 'id\na\nb\nc\nd\n';
   const server = createHttpServer((req, res) => {
@@ -203,14 +214,23 @@ captures:
     bindings:
       - resource: {stream: rows}
         target: acmeCo/rows
+materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
+    bindings:
+      - source: acmeCo/rows
+        resource: {table: rows}
 `);
-  // Every source-http-file process this test process starts, from before the publication until the
+  // Every source-http-file and materialize-sqlite process this test process starts, from before the publication until the
   // capture's session has committed its rows (each lives far longer than the 2 ms between looks).
   const seen = new Set<number>();
+  const seenSqlite = new Set<number>();
   let watching = true;
   const watch = (async () => {
     while (watching) {
       for (const pid of children(HTTP_FILE_BIN)) seen.add(pid);
+      for (const pid of children(SQLITE_BIN)) seenSqlite.add(pid);
       await new Promise((r) => setTimeout(r, 2));
     }
   })();
@@ -219,14 +239,14 @@ captures:
   try {
     const result = await plane.publish();
     assert.equal(result.result, 'success', result.errors.join('; '));
-    assert.deepEqual(result.started, ['acmeCo/source']);
-    await until('the capture to commit its 4 rows', () => plane.store.journals('acmeCo/rows').some((j) => plane.store.head(j.name) > 0), {
-      ms: 60_000,
+    assert.deepEqual(result.started, ['acmeCo/source', 'acmeCo/to-sqlite']);
+    await until('the 4 rows in the table', () => sqliteRows(join(dir, 'out.db')) === 4, {
       detail: () => `journals ${JSON.stringify(plane.store.journals())}; events ${JSON.stringify(recorder.events.slice(-6))}`,
     });
     watching = false;
     await watch;
     assert.equal(seen.size, 1, `one source-http-file process served validate, apply and the session; saw ${[...seen].join(', ')}`);
+    assert.equal(seenSqlite.size, 1, `one materialize-sqlite process served validate, apply and the session; saw ${[...seenSqlite].join(', ')}`);
   } finally {
     watching = false;
     await plane.close();
