@@ -97,7 +97,7 @@ export class JournalStore {
   readonly #db: DatabaseSync;
   readonly #events = new EventEmitter();
   readonly #memberId = randomBytes(8).readBigUInt64BE();
-  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'fragmentBounds' | 'fragmentsFrom' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf', StatementSync>;
+  readonly #stmts: Record<'journalByName' | 'insertJournal' | 'setHead' | 'insertFragment' | 'insertFileFragment' | 'insertStagedFragment' | 'stage' | 'stagedLength' | 'discardStaged' | 'readFragment' | 'fragmentBounds' | 'fragmentsFrom' | 'getState' | 'setState' | 'deleteState' | 'getMeta' | 'setMeta' | 'listJournals' | 'headOf' | 'hasFileFragment', StatementSync>;
   #closed = false;
   readonly #recentFragments: Fragment[] = [];
   /** Where the journals' files are (journals/ beside journals.db). */
@@ -107,6 +107,7 @@ export class JournalStore {
   /** Open file descriptors by journal id; a file is trimmed to its committed head when first opened. */
   readonly #fds = new Map<number, number>();
   readonly #trimmed = new Set<number>();
+  #directorySyncs = 0;
   /** Buffers readLines handed out and got back (recycle()), filled again instead of fresh memory. */
   readonly #spare: ArrayBuffer[] = [];
 
@@ -159,6 +160,7 @@ export class JournalStore {
       setMeta: s('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value'),
       listJournals: s('SELECT name, collection, labels, head FROM journals ORDER BY name'),
       headOf: s('SELECT head FROM journals WHERE name = ?'),
+      hasFileFragment: s('SELECT 1 AS one FROM fragments WHERE journal = ? AND in_file = 1 LIMIT 1'),
     };
     this.#migrateDocRows();
     this.#write(() => {
@@ -184,14 +186,27 @@ export class JournalStore {
    * The journal's file (created 0600), opened once per process. When this process first opens it for a
    * commit, bytes past the committed head (left by a commit that crashed before its database transaction)
    * are cut off, so the file holds only committed documents.
+   *
+   * The journals directory is synced (its entry for the file made durable) before the first commit that
+   * records bytes in the file, and only then: when this open creates the file, or when a commit opens a file
+   * that no committed fragment is in yet (a process that created it may have died before its directory
+   * sync). A file a committed fragment is in was synced so by the commit that recorded it, so reading it, or
+   * appending to it in a later process, needs no directory sync (each used to cost one on every first open).
    */
   #fileOf(id: number, committedHead?: number): number {
     let fd = this.#fds.get(id);
     if (fd === undefined) {
-      fd = openSync(join(this.#filesDir, `${id}.jnl`), fsConstants.O_RDWR | fsConstants.O_CREAT, DATA_FILE_MODE);
+      const path = join(this.#filesDir, `${id}.jnl`);
+      let created = false;
+      try {
+        fd = openSync(path, fsConstants.O_RDWR);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        fd = openSync(path, fsConstants.O_RDWR | fsConstants.O_CREAT, DATA_FILE_MODE);
+        created = true;
+      }
       this.#fds.set(id, fd);
-      // A new file's directory entry must be durable too.
-      if (this.#syncFiles) this.#syncDir();
+      if (this.#syncFiles && (created || (committedHead !== undefined && this.#stmts.hasFileFragment.get(id) === undefined))) this.#syncDir();
     }
     if (committedHead !== undefined && !this.#trimmed.has(id)) {
       this.#trimmed.add(id);
@@ -200,7 +215,13 @@ export class JournalStore {
     return fd;
   }
 
+  /** How many times this store synced the journals directory (tests: a directory sync only where a file is new). */
+  get directorySyncs(): number {
+    return this.#directorySyncs;
+  }
+
   #syncDir(): void {
+    this.#directorySyncs++;
     const dfd = openSync(this.#filesDir, 'r');
     try {
       fsyncSync(dfd);

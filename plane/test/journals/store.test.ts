@@ -212,3 +212,44 @@ test('readLines fills buffers handed back with recycle() again, with the right b
   assert.equal(third.data.toString('utf8'), expected.join(''));
   assert.ok(moved.byteLength > 0);
 });
+
+test('the journals directory is synced before the first commit into a file, and only then', async (t) => {
+  const { writeFileSync, existsSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const dir = tempDir(t);
+  const a = JournalStore.open(dir);
+  assert.equal(a.directorySyncs, 0);
+  // A new file: synced once, then appended to with no further sync.
+  a.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"a":1}'));
+  assert.equal(a.directorySyncs, 1, 'the commit that created c\'s file');
+  a.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"a":2}'));
+  assert.equal(a.directorySyncs, 1, 'c\'s file again: no sync');
+  // A journal whose bytes are all staged (in the database) has no file yet.
+  const piece = a.stage(Buffer.from('{"d":1}\n'));
+  a.commit((tx) => tx.appendStaged('d/pivot=00', 'd', {}, piece, 8));
+  assert.equal(a.directorySyncs, 1, 'staged bytes need no file');
+  a.close();
+  const dId = 2;
+  assert.equal(existsSync(join(dir, 'journals', `${dId}.jnl`)), false);
+  // d's file as a process that created it and died before syncing the directory left it (no committed fragment in it).
+  writeFileSync(join(dir, 'journals', `${dId}.jnl`), '{"never":"committed"}\n', { mode: 0o600 });
+
+  const b = JournalStore.open(dir);
+  t.after(() => b.close());
+  // Reading a file a committed fragment is in, and appending to it: no sync.
+  assert.deepEqual(b.read('c/pivot=00', 0).map((d) => d.json), ['{"a":1}', '{"a":2}']);
+  b.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"a":3}'));
+  assert.equal(b.directorySyncs, 0, 'c\'s file in a new process: no sync');
+  // An existing file no committed fragment is in: synced before the commit that records bytes in it.
+  b.commit((tx) => tx.append('d/pivot=00', 'd', {}, '{"d":2}'));
+  assert.equal(b.directorySyncs, 1, 'd\'s file, left by a creator that may not have synced the directory');
+  assert.deepEqual(b.read('d/pivot=00', 0).map((d) => d.json), ['{"d":1}', '{"d":2}']);
+  // A new journal in this process: its file is created, so synced.
+  b.commit((tx) => tx.append('e/pivot=00', 'e', {}, '{"e":1}'));
+  assert.equal(b.directorySyncs, 2);
+  // NORMAL (no fsyncs at all): never.
+  const c = JournalStore.open(tempDir(t), { synchronous: 'NORMAL' });
+  c.commit((tx) => tx.append('c/pivot=00', 'c', {}, '{"a":1}'));
+  assert.equal(c.directorySyncs, 0);
+  c.close();
+});
