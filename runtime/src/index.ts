@@ -10,6 +10,7 @@ export * from './protocol/message-writer.ts';
 export * from './protocol/captured-lines.ts';
 export * from './protocol/merge-patch.ts';
 export { utf8SequenceLength } from './protocol/utf8.ts';
+export { jsonNumberEnd, jsonScanned, jsonStringEnd } from './protocol/json-bytes.ts';
 export * from './protocol/documents.ts';
 export * from './protocol/json-pointer.ts';
 export * from './protocol/pack.ts';

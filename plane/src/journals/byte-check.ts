@@ -13,7 +13,7 @@
 // declines, and the caller validates the parsed document with ajv as before (same errors, same messages).
 // It also finds where `_meta/uuid` goes (see BytesSplice), as spliceMemberAt does in the text.
 // Equivalence with ajv and JSON.parse: test/journals/byte-check.test.ts.
-import { utf8SequenceLength } from '@sluice/runtime';
+import { jsonNumberEnd, jsonScanned, jsonStringEnd } from '@sluice/runtime';
 import type { JsonObject, JsonSchema } from '@sluice/runtime';
 import { documentFormats } from '../catalog/ajv.ts';
 
@@ -171,9 +171,9 @@ function compileProp(schema: JsonSchema | undefined): Prop {
   return checks === undefined ? { types, object, decline: false, required: false } : { types, object, decline: false, required: false, checks };
 }
 
-/** A string's checks, on its bytes b[start, end) (between the quotes; hadEscape from reading it). */
+/** A string's checks, on its bytes b[start, end) (between the quotes; jsonScanned.escaped from reading it). */
 function stringPasses(b: Buffer, start: number, end: number, c: ValueChecks): boolean {
-  if (hadEscape) return false;
+  if (jsonScanned.escaped) return false;
   if (c.minLength !== undefined || c.maxLength !== undefined) {
     let n = 0;
     for (let k = start; k < end; k++) if ((b[k]! & 0xc0) !== 0x80) n++;
@@ -267,104 +267,17 @@ export function compileBytePlan(schema: JsonSchema, parent: string, name: string
 
 // ---- Reading the bytes -------------------------------------------------------------------------------
 
-/** Bytes in a string: 0 plain, 1 `"`, 2 `\`, 3 a control character, 4 not ASCII. */
-const STR = new Uint8Array(256);
-for (let c = 0; c < 256; c++) STR[c] = c === 0x22 ? 1 : c === 0x5c ? 2 : c < 0x20 ? 3 : c >= 0x80 ? 4 : 0;
-/** Bytes that may follow `\` in a string. */
-const ESCAPE = new Uint8Array(256);
-for (const c of '"\\/bfnrtu') ESCAPE[c.charCodeAt(0)] = 1;
-const HEX = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX[c.charCodeAt(0)] = 1;
-
-/** The buffer being checked, read 4 bytes at a time by readString (set by checkDocumentBytes). */
-let words: DataView<ArrayBufferLike> = new DataView(new ArrayBuffer(4));
-let wordsOf: Buffer | undefined;
-
-/** Set by readString: the string had an escape. */
-let hadEscape = false;
-/** Set by readNumber: the number had no fraction and no exponent. */
-let wasInteger = false;
 /** Set by readObject: how many members the object had. */
 let members = 0;
 /** Bumped per object read with a plan (for ObjectPlan.seen). */
 let generation = 0;
 
-// A line holds no newline: the one at or after the document's end (see checkDocumentBytes) stops every loop
-// here, so no read goes past the buffer (an out-of-bounds read makes V8's element loads generic: ~5× slower).
+// Strings and numbers are read by the runtime's jsonStringEnd / jsonNumberEnd (also the byte packer's), bounded
+// by the document's end. The rest reads without bounds checks: a line holds no newline, and the one at or after
+// the document's end (see checkDocumentBytes) stops every loop here, so no read goes past the buffer (an
+// out-of-bounds read makes V8's element loads generic: ~5× slower).
 function isWs(c: number): boolean {
   return c === 0x20 || c === 0x09 || c === 0x0d;
-}
-
-/** `i` at an opening quote: the index after the closing one, or -1. Sets hadEscape. */
-function readString(b: Buffer, i: number, end: number): number {
-  i++;
-  let escaped = false;
-  const last = b.length - 4;
-  while (true) {
-    // Four bytes at a time while none is a quote, a backslash, a control character or not ASCII (each test
-    // is exact for "some byte is": see haszero/hasless in Bit Twiddling Hacks); then byte by byte. (An
-    // unterminated string stops at the newline after the document.)
-    while (i <= last) {
-      const v = words.getUint32(i, true) | 0;
-      const q = v ^ 0x22222222;
-      const s = v ^ 0x5c5c5c5c;
-      if ((((q - 0x01010101) & ~q) | ((s - 0x01010101) & ~s) | ((v - 0x20202020) & ~v) | v) & 0x80808080) break;
-      i += 4;
-    }
-    while (STR[b[i]!] === 0) i++;
-    if (i >= end) return -1;
-    const k = STR[b[i]!];
-    if (k === 1) {
-      hadEscape = escaped;
-      return i + 1;
-    }
-    if (k === 2) {
-      const e = b[i + 1]!;
-      if (ESCAPE[e] !== 1) return -1;
-      escaped = true;
-      if (e === 0x75) {
-        if (HEX[b[i + 2]!] !== 1 || HEX[b[i + 3]!] !== 1 || HEX[b[i + 4]!] !== 1 || HEX[b[i + 5]!] !== 1) return -1;
-        i += 6;
-      } else {
-        i += 2;
-      }
-    } else if (k === 4) {
-      const len = utf8SequenceLength(b, i, end);
-      if (len === 0) return -1;
-      i += len;
-    } else {
-      return -1;
-    }
-  }
-}
-
-/** `i` at a number's first byte: the index after it, or -1. Sets wasInteger. */
-function readNumber(b: Buffer, i: number): number {
-  let c = b[i]!;
-  if (c === 0x2d) c = b[++i]!;
-  if (c === 0x30) {
-    c = b[++i]!;
-  } else if (c >= 0x31 && c <= 0x39) {
-    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
-  } else {
-    return -1;
-  }
-  let integer = true;
-  if (c === 0x2e) {
-    integer = false;
-    c = b[++i]!;
-    if (!(c >= 0x30 && c <= 0x39)) return -1;
-    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
-  }
-  if (c === 0x65 || c === 0x45) {
-    integer = false;
-    c = b[++i]!;
-    if (c === 0x2b || c === 0x2d) c = b[++i]!;
-    if (!(c >= 0x30 && c <= 0x39)) return -1;
-    do c = b[++i]!; while (c >= 0x30 && c <= 0x39);
-  }
-  wasInteger = integer;
-  return i;
 }
 
 function literal(b: Buffer, i: number, end: number, text: string): number {
@@ -389,13 +302,13 @@ function typeOfByte(c: number): number {
 function readValue(b: Buffer, i: number, end: number, depth: number): number {
   const c = b[i]!;
   switch (c) {
-    case 0x22: return readString(b, i, end);
+    case 0x22: return jsonStringEnd(b, i, end);
     case 0x7b: return readObject(b, i, end, undefined, depth + 1);
     case 0x5b: return readArray(b, i, end, depth + 1);
     case 0x74: return literal(b, i, end, 'true');
     case 0x66: return literal(b, i, end, 'false');
     case 0x6e: return literal(b, i, end, 'null');
-    default: return readNumber(b, i);
+    default: return jsonNumberEnd(b, i, end);
   }
 }
 
@@ -482,10 +395,10 @@ function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefi
       }
       if (!known) {
         const keyStart = i + 1;
-        i = readString(b, i, end);
+        i = jsonStringEnd(b, i, end);
         if (i < 0) return -1;
         if (plan !== undefined) {
-          if (hadEscape) return -1;
+          if (jsonScanned.escaped) return -1;
           k = findProp(plan, b, keyStart, i - 1 - keyStart, prev);
         }
       }
@@ -511,15 +424,15 @@ function readObject(b: Buffer, i: number, end: number, plan: ObjectPlan | undefi
           if ((p.types & type) === 0 && type !== T_NUMBER) return -1;
           if (type === T_STRING) {
             const from = i;
-            i = readString(b, i, end);
+            i = jsonStringEnd(b, i, end);
             if (i >= 0 && p.checks !== undefined && !stringPasses(b, from + 1, i - 1, p.checks)) return -1;
           } else if (type === T_OBJECT && p.object !== undefined) {
             i = readObject(b, i, end, p.object, depth + 1);
           } else if (type === T_NUMBER) {
             const from = i;
-            i = readNumber(b, i);
+            i = jsonNumberEnd(b, i, end);
             if (i < 0) return -1;
-            if (wasInteger) type = T_INTEGER;
+            if (jsonScanned.integer) type = T_INTEGER;
             if ((p.types & type) === 0) return -1;
             if (p.checks !== undefined && !numberPasses(b, from, i, p.checks)) return -1;
           } else {
@@ -565,10 +478,6 @@ const ROOT: RootInfo = { gen: 0, lastProp: -1, lastValueEnd: -1, lastMembers: 0 
  */
 export function checkDocumentBytes(b: Buffer, start: number, end: number, plan: BytePlan, out: BytesSplice): boolean {
   if (b[start] !== 0x7b) return false;
-  if (b !== wordsOf) {
-    words = new DataView(b.buffer, b.byteOffset, b.byteLength);
-    wordsOf = b;
-  }
   ROOT.lastProp = -1;
   const after = readObject(b, start, end, plan.root, 1, ROOT);
   if (after !== end) return false;

@@ -12,7 +12,7 @@ import { parseDocument, stringifyDocument } from './documents.ts';
 import { parsePointer } from './json-pointer.ts';
 import type { CollectionSpec, FieldSelection, Projection } from './specs.ts';
 import { ByteSink, pushTupleElement } from './tuple.ts';
-import { utf8SequenceLength } from './utf8.ts';
+import { jsonNumberEnd, jsonScanned, jsonStringEnd } from './json-bytes.ts';
 import { uuidMillis, uuidMillisOfBytes } from './uuid.ts';
 
 /** Packs a binding's key and values from a document's bytes; undefined for a selection it cannot read so. */
@@ -216,10 +216,10 @@ class Scanner implements BytePacker {
       }
       if (nameEnd < 0) {
         const nameStart = i + 1;
-        nameEnd = this.#string(i);
+        nameEnd = jsonStringEnd(b, i, limit);
         if (nameEnd < 0) return -1;
         if (node !== null) {
-          if (this.#escaped) return -1;
+          if (jsonScanned.escaped) return -1;
           child = this.#child(node, nameStart, nameEnd - 1, member++);
         }
       }
@@ -293,9 +293,9 @@ class Scanner implements BytePacker {
     let s = i;
     let e: number;
     if (c === 0x22) {
-      end = this.#string(i);
+      end = jsonStringEnd(b, i, this.#limit);
       if (end < 0) return -1;
-      kind = this.#escaped ? STRING_ESCAPED : STRING;
+      kind = jsonScanned.escaped ? STRING_ESCAPED : STRING;
       s = i + 1;
       e = end - 1;
     } else if (c === 0x7b) {
@@ -325,7 +325,7 @@ class Scanner implements BytePacker {
       kind = NULL;
       e = end;
     } else {
-      end = this.#number(i);
+      end = jsonNumberEnd(b, i, this.#limit);
       kind = NUMBER;
       e = end;
     }
@@ -342,83 +342,6 @@ class Scanner implements BytePacker {
   #literal(i: number, x: number, y: number, z: number): boolean {
     const b = this.#buf;
     return i + 4 <= this.#limit && b[i + 1] === x && b[i + 2] === y && b[i + 3] === z;
-  }
-
-  /** Set by #string: the string held a backslash escape. */
-  #escaped = false;
-
-  /**
-   * Scans the string at `i` (its opening quote): checks its escapes, that it has no raw control
-   * character and that its other bytes are valid UTF-8. Returns the index after the closing quote, or -1.
-   */
-  #string(i: number): number {
-    const b = this.#buf;
-    const n = this.#limit;
-    let escaped = false;
-    i++;
-    while (i < n) {
-      // The run of plain ASCII first (most of a document's bytes).
-      while (i < n && STRING_PLAIN[b[i]!] === 1) i++;
-      if (i >= n) return -1;
-      const c = b[i]!;
-      if (c === 0x22) {
-        this.#escaped = escaped;
-        return i + 1;
-      }
-      if (c < 0x20) return -1;
-      if (c === 0x5c) {
-        escaped = true;
-        if (i + 1 >= n) return -1;
-        const x = b[i + 1]!;
-        if (x === 0x75) {
-          if (i + 6 > n) return -1;
-          for (let k = 2; k < 6; k++) if (hexValue(b[i + k]!) < 0) return -1;
-          i += 6;
-        } else if (x === 0x22 || x === 0x5c || x === 0x2f || x === 0x62 || x === 0x66 || x === 0x6e || x === 0x72 || x === 0x74) {
-          i += 2;
-        } else {
-          return -1;
-        }
-        continue;
-      }
-      if (c < 0x80) {
-        i++;
-        continue;
-      }
-      const len = utf8SequenceLength(b, i, n);
-      if (len === 0) return -1;
-      i += len;
-    }
-    return -1;
-  }
-
-  /** Scans a number (JSON's grammar); returns the index after it, or -1. */
-  #number(i: number): number {
-    const b = this.#buf;
-    const n = this.#limit;
-    if (b[i] === 0x2d) i++;
-    if (i >= n) return -1;
-    if (b[i] === 0x30) {
-      i++;
-    } else if (b[i]! >= 0x31 && b[i]! <= 0x39) {
-      while (i < n && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
-    } else {
-      return -1;
-    }
-    if (i < n && b[i] === 0x2e) {
-      i++;
-      const from = i;
-      while (i < n && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
-      if (i === from) return -1;
-    }
-    if (i < n && (b[i] === 0x65 || b[i] === 0x45)) {
-      i++;
-      if (i < n && (b[i] === 0x2b || b[i] === 0x2d)) i++;
-      const from = i;
-      while (i < n && b[i]! >= 0x30 && b[i]! <= 0x39) i++;
-      if (i === from) return -1;
-    }
-    return i;
   }
 
   /** True when the slot holds the string "d". */
@@ -611,10 +534,6 @@ class Scanner implements BytePacker {
     out.len = at;
   }
 }
-
-/** 1 for a byte a string holds as itself and that needs no check: printable ASCII but `"` and `\\`. */
-const STRING_PLAIN = new Uint8Array(256);
-for (let c = 0x20; c < 0x80; c++) STRING_PLAIN[c] = c === 0x22 || c === 0x5c ? 0 : 1;
 
 function hexValue(c: number): number {
   if (c >= 0x30 && c <= 0x39) return c - 0x30;
