@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
 import { until } from '@sluice/runtime/testing';
+import { parentDeathWrapper } from '../../../runtime/src/host/process-group.ts';
 import { SLUICE } from './helpers.ts';
 
 const SPINNER = fileURLToPath(new URL('../../../runtime/test/fixtures/spinning-capture.ts', import.meta.url));
@@ -34,7 +35,7 @@ function childrenOf(pid: number): number[] {
   return out;
 }
 
-function setup(t: TestContext, spinAt: 'validate' | 'open') {
+function setup(t: TestContext, spinAt: 'validate' | 'open', extra = '') {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-stop-'));
   const pids: number[] = [];
   t.after(() => {
@@ -57,7 +58,7 @@ captures:
     bindings:
       - resource: {name: alpha}
         target: acmeCo/greetings
-`);
+${extra}`);
   return { dir, pids, pidFile };
 }
 
@@ -102,4 +103,29 @@ test('preview: SIGINT while its capture spins stops the connector (SIGTERM, then
   assert.deepEqual({ code, signal }, { code: null, signal: 'SIGINT' }, preview.output());
   assert.match(preview.output(), /sluice: SIGINT: stopped 1 connector process\n/);
   await until(`the spinning connector (pid ${spinner}) to be gone`, () => !alive(spinner), { ms: 30_000 });
+});
+
+test('serve killed with SIGKILL: its connectors die with it — the capture spinning in synchronous code, and the materialization\'s, started from a worker thread (parent-death signal)', async (t) => {
+  if (parentDeathWrapper() === null) {
+    t.skip('no setpriv with --pdeathsig on this machine (Linux, util-linux 2.33+): orphans run until their next read or write');
+    return;
+  }
+  const { dir, pids, pidFile } = setup(t, 'open', `materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: out.db}
+    bindings:
+      - source: acmeCo/greetings
+        resource: {table: greetings}
+`);
+  const serve = run(['serve', '--catalog', join(dir, 'flow.yaml'), '--port', '0', '--ingest-port', '0', '--data-dir', join(dir, 'data')], pids);
+  const spinner = await spinnerOf(pidFile, pids, serve.output);
+  const cmdline = (pid: number) => { try { return readFileSync(`/proc/${pid}/cmdline`, 'utf8'); } catch { return ''; } };
+  const materializer = await until('the materialization\'s connector (materialize-sqlite) to run', () => childrenOf(serve.child.pid!).find((pid) => cmdline(pid).includes('materialize-sqlite')), { detail: serve.output });
+  const connectors = childrenOf(serve.child.pid!);
+  pids.push(...connectors);
+  assert.ok(connectors.includes(spinner));
+  serve.child.kill('SIGKILL');
+  await serve.exited;
+  for (const pid of connectors) await until(`connector ${pid}${pid === materializer ? ' (materialize-sqlite)' : pid === spinner ? ' (the spinning capture)' : ''} of the killed plane to be gone`, () => !alive(pid), { ms: 30_000 });
 });
