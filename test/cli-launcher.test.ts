@@ -5,13 +5,13 @@
 // on Linux, gets SIGTERM from the kernel if the launcher is killed (setpriv's parent-death signal).
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { test, type TestContext } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parentDeathWrapper } from '../runtime/src/host/process-group.ts';
-import { until } from '@sluice/runtime/testing';
+import { alive, childrenOf, until } from '@sluice/runtime/testing';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SLUICE = join(ROOT, 'plane', 'bin', 'sluice.js');
@@ -90,27 +90,6 @@ test('`npm start` passes the plane\'s declared Node flags itself, so the plane i
   const scripts = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
   assert.equal(scripts['start'], ['node', ...nodeFlagsOf(SLUICE), 'plane/bin/sluice.js', 'start'].join(' '));
 });
-
-/** Running and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** The children of every thread of `pid`. */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((w) => w !== '').map(Number));
-    } catch { /* thread ended */ }
-  }
-  return out;
-}
 
 /**
  * `sluice serve` on the older Node (the launcher, re-executing the plane on the pinned Node) with a capture whose

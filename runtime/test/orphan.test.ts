@@ -7,20 +7,10 @@ import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { describe, it } from 'node:test';
 import { Readable } from 'node:stream';
-import { until, within } from '@sluice/runtime/testing';
+import { alive, until, within } from '@sluice/runtime/testing';
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
 const BIN = (name: string): string => new URL(`../bin/${name}`, import.meta.url).pathname;
-
-/** Running and not a zombie (an orphan is reaped by whoever adopted it, which may be slow to do so). */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** CPU time (user + system) of a process in clock ticks, or undefined once it is gone. */
 function cpuTicks(pid: number): number | undefined {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, it, type TestContext } from 'node:test';
 import { startConnector } from '../src/host/index.ts';
 import { parentDeathWrapper } from '../src/host/process-group.ts';
-import { until } from '@sluice/runtime/testing';
+import { alive, until } from '@sluice/runtime/testing';
 
 const SPINNER = new URL('./fixtures/spinning-capture.ts', import.meta.url).pathname;
 const HOST = new URL('./fixtures/connector-host.ts', import.meta.url).pathname;
@@ -21,16 +21,6 @@ const OPEN = {
     range: { keyEnd: 4294967295, rClockEnd: 4294967295 },
   },
 };
-
-/** Running and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
 
 /** A temporary dir, and every pid a test announces killed at its end (a failing test leaves no spinner). */
 function scratch(t: TestContext): { dir: string; pids: number[] } {

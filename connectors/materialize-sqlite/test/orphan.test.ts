@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -11,7 +11,7 @@ import { DatabaseSync } from 'node:sqlite';
 import { packTupleBase64 } from '@sluice/runtime';
 import type { JsonObject } from '@sluice/runtime';
 import { Readable } from 'node:stream';
-import { until, within } from '@sluice/runtime/testing';
+import { alive, until, within } from '@sluice/runtime/testing';
 import { binding, materialization, twoKeyCollection } from './helpers/fixtures.ts';
 import { BIN, ConnectorProcess, checkpointOf, unary } from './helpers/driver.ts';
 
@@ -30,15 +30,6 @@ function writeLocked(path: string): boolean {
     throw err;
   } finally {
     db.close();
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
   }
 }
 

@@ -3,37 +3,16 @@
 // it never reads the end of its stdin). Every wait is for an event — a pid file, an exit, a pid gone from /proc.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test, type TestContext } from 'node:test';
-import { until } from '@sluice/runtime/testing';
+import { alive, childrenOf, until } from '@sluice/runtime/testing';
 import { parentDeathWrapper } from '../../../runtime/src/host/process-group.ts';
 import { SLUICE } from './helpers.ts';
 
 const SPINNER = fileURLToPath(new URL('../../../runtime/test/fixtures/spinning-capture.ts', import.meta.url));
-
-/** Running and not a zombie. */
-function alive(pid: number): boolean {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-/** The children of every thread of `pid` (the plane's materializations start theirs from worker threads). */
-function childrenOf(pid: number): number[] {
-  const out: number[] = [];
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
-    try {
-      out.push(...readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((w) => w !== '').map(Number));
-    } catch { /* thread ended */ }
-  }
-  return out;
-}
 
 function setup(t: TestContext, spinAt: 'validate' | 'open', extra = '') {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-stop-'));

@@ -47,6 +47,33 @@ function sqliteRows(db: string): number {
   }
 }
 
+/** A catalog: source-http-file reading rows.csv from a loopback `port`, materialized into the SQLite file `db`. */
+function rowsCatalog(port: number, db: string): string {
+  return `
+collections:
+  acmeCo/rows:
+    schema: {type: object, properties: {id: {type: string}}, required: [id]}
+    key: [/id]
+captures:
+  acmeCo/source:
+    interval: 1h
+    endpoint:
+      connector:
+        image: ghcr.io/estuary/source-http-file:dev
+        config: {url: "http://127.0.0.1:${port}/rows.csv", parser: {format: {type: csv}}}
+    bindings:
+      - resource: {stream: rows}
+        target: acmeCo/rows
+materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(db)}}
+    bindings:
+      - source: acmeCo/rows
+        resource: {table: rows}
+`;
+}
+
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -85,28 +112,7 @@ test('a session takes a prestarted connector of its own task; releaseSpares stop
 test('a publication whose validate fails leaves none of the connectors it started ahead running', async (t) => {
   const dir = tempDir(t);
   const catalog = join(dir, 'flow.yaml');
-  writeFileSync(catalog, `
-collections:
-  acmeCo/rows:
-    schema: {type: object, properties: {id: {type: string}}, required: [id]}
-    key: [/id]
-captures:
-  acmeCo/source:
-    endpoint:
-      connector:
-        image: ghcr.io/estuary/source-http-file:dev
-        config: {url: "http://127.0.0.1:${await closedPort()}/rows.csv", parser: {format: {type: csv}}}
-    bindings:
-      - resource: {stream: rows}
-        target: acmeCo/rows
-materializations:
-  acmeCo/to-sqlite:
-    endpoint:
-      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
-    bindings:
-      - source: acmeCo/rows
-        resource: {table: rows}
-`);
+  writeFileSync(catalog, rowsCatalog(await closedPort(), join(dir, 'out.db')));
   const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });
   try {
     const result = await plane.publish();
@@ -199,29 +205,7 @@ test('a new task\'s validate, apply and session run in one connector process (ca
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   t.after(() => server.close());
   const catalog = join(dir, 'flow.yaml');
-  writeFileSync(catalog, `
-collections:
-  acmeCo/rows:
-    schema: {type: object, properties: {id: {type: string}}, required: [id]}
-    key: [/id]
-captures:
-  acmeCo/source:
-    interval: 1h
-    endpoint:
-      connector:
-        image: ghcr.io/estuary/source-http-file:dev
-        config: {url: "http://127.0.0.1:${(server.address() as { port: number }).port}/rows.csv", parser: {format: {type: csv}}}
-    bindings:
-      - resource: {stream: rows}
-        target: acmeCo/rows
-materializations:
-  acmeCo/to-sqlite:
-    endpoint:
-      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
-    bindings:
-      - source: acmeCo/rows
-        resource: {table: rows}
-`);
+  writeFileSync(catalog, rowsCatalog((server.address() as { port: number }).port, join(dir, 'out.db')));
   // Every source-http-file and materialize-sqlite process this test process starts, from before the publication until the
   // capture's session has committed its rows (each lives far longer than the 2 ms between looks).
   const seen = new Set<number>();
