@@ -1,8 +1,8 @@
 // A task's connector session over the runtime's host (`@sluice/runtime/host`): the connector runs as a
 // process or container, requests go to its stdin, responses come back in order, and a failed exit
 // rejects with the connector's last error line, prefixed with the task name.
-import { ProtocolError, type JsonObject } from '@sluice/runtime';
-import { ConnectorExitError } from '@sluice/runtime/errors';
+import type { JsonObject } from '@sluice/runtime';
+import { ConnectorExitError, ProtocolError } from '@sluice/runtime/errors';
 import { startConnector, type ConnectorLog, type ConnectorProcess, type ConnectorProcessOptions, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
