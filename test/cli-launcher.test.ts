@@ -138,6 +138,6 @@ test('the launcher killed with SIGKILL: the plane it started on the pinned Node 
   s.launcher.kill('SIGKILL');
   await s.exited;
   await until(`the plane (pid ${s.plane}) to stop`, () => !alive(s.plane), { ms: 60_000, detail: s.stderr });
-  assert.equal(existsSync(join(s.dir, 'data', 'plane.lock')), false, 'the plane stopped cleanly: it released its data dir');
+  assert.equal(existsSync(join(s.dir, 'data', 'plane.lock')), false, `the plane stopped cleanly: it released its data dir; its stderr:\n${s.stderr()}`);
   await until(`the plane's connector (pid ${s.spinner}) to be gone`, () => !alive(s.spinner), { ms: 30_000 });
 });
