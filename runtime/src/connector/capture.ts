@@ -12,7 +12,7 @@ import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import { resolvePointer } from '../protocol/json-pointer.ts';
 import {
-  INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, isPlainObject, isStopped, openSessionIO,
+  INTERRUPTED, Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, unexpectedBetweenRpcs, isPlainObject, isStopped, openSessionIO,
   unexpectedRequest,
 } from './session.ts';
 import type { CaptureBinding, CaptureConnector, CaptureOutput, CapturedLines } from './types.ts';
@@ -210,7 +210,7 @@ export async function serveCapture<Config = JsonObject, Resource = JsonObject>(
           await runSession(connector, io, schemas, request);
           return;
         default:
-          throw unexpectedRequest(request, request.line === 1 ? 'awaiting the first request' : 'awaiting the next request', FIRST_REQUESTS);
+          throw unexpectedBetweenRpcs(request, FIRST_REQUESTS);
       }
       const next = await nextAfterUnary(io);
       if (next === null) return;

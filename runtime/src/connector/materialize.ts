@@ -18,7 +18,7 @@ import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import {
-  Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, isPlainObject, isStopped,
+  Tripwire, type ServeOptions, type SessionIO, checkBindingIndex, nextAfterUnary, unexpectedBetweenRpcs, isPlainObject, isStopped,
   openSessionIO, unexpectedEof, unexpectedRequest,
 } from './session.ts';
 import type { DecodedLoad, DecodedStore, MaterializeBinding, MaterializeConnector, Transactor } from './types.ts';
@@ -384,7 +384,7 @@ export async function serveMaterialize<Config = JsonObject, Resource = JsonObjec
           await runSession(connector, io, schemas, request);
           return;
         default:
-          throw unexpectedRequest(request, request.line === 1 ? 'awaiting the first request' : 'awaiting the next request', FIRST_REQUESTS);
+          throw unexpectedBetweenRpcs(request, FIRST_REQUESTS);
       }
       const next = await nextAfterUnary(io);
       if (next === null) return;

@@ -131,6 +131,11 @@ export function unexpectedEof(state: string, expected: readonly string[]): Proto
 }
 
 /** After a unary response: anything but end of input is an error. */
+/** A request that cannot open an RPC, while the process awaits its first request or (after a unary RPC) its next. */
+export function unexpectedBetweenRpcs(request: Envelope, expected: readonly string[]): ProtocolError {
+  return unexpectedRequest(request, request.line === 1 ? 'awaiting the first request' : 'awaiting the next request', expected);
+}
+
 /**
  * After a unary RPC's response: flushes it, then reads the next request — null at the end of input (or
  * when stopped), which ends the process as before.
