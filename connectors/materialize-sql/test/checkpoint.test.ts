@@ -1,8 +1,11 @@
 // The checkpoint column in upstream's format: base64 protobuf consumer.Checkpoint. Bad input first; then a
-// Sluice-written value read back by a plain protobuf wire decoder written here (no schema, no protobufjs), and
-// upstream-written values (upstream's documented bytes) read by Sluice.
+// Sluice-written value read back by a plain protobuf wire decoder written here (no schema), upstream-written
+// values (upstream's documented bytes) read by Sluice, and random checkpoints against protobufjs as the oracle.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import type * as Protobuf from 'protobufjs';
+import type { JsonObject, JsonValue } from '@sluice/runtime';
 import { EXPLICIT_ZERO_CHECKPOINT, checkpointFromText, checkpointToText, decodeCheckpoint, encodeCheckpoint } from '../src/index.ts';
 
 test('a checkpoint that is not a consumer.Checkpoint is refused, naming the field (nothing may be lost)', () => {
@@ -108,3 +111,161 @@ test('numbers for 64-bit fields and URL-safe base64 bytes are accepted (proto3 J
   assert.equal(checkpointToText({}), '');
   assert.equal(checkpointToText({ sources: {}, ackIntents: {} }), '');
 });
+
+// --- protobufjs as the oracle: it wrote and read these bytes until session 8 (checkpoint.ts says why not now). ----
+
+const protobuf = createRequire(import.meta.url)('protobufjs') as typeof Protobuf;
+const ORACLE = protobuf.parse(`syntax = "proto3"; package consumer;
+message Checkpoint {
+  message Source { int64 read_through = 1; message ProducerEntry { bytes id = 1; ProducerState state = 2; } repeated ProducerEntry producers = 2; }
+  message ProducerState { fixed64 last_ack = 1; int64 begin = 2; }
+  map<string, Source> sources = 1;
+  map<string, bytes> ack_intents = 2;
+}`, { keepCase: false }).root.lookupType('consumer.Checkpoint');
+
+/** What the old code handed protobufjs for a proto3 JSON checkpoint: 64-bit values as Longs (zero left out), bytes decoded. */
+function oracleEncode(cp: JsonObject): Uint8Array {
+  const long = (v: JsonValue | undefined, unsigned: boolean) => {
+    if (v === undefined || BigInt(v as string) === 0n) return undefined;
+    const bits = BigInt.asUintN(64, BigInt(v as string));
+    return { low: Number(bits & 0xffffffffn) | 0, high: Number(bits >> 32n) | 0, unsigned };
+  };
+  const bytes = (v: JsonValue | undefined) => (v === undefined ? undefined : Buffer.from(v as string, /[-_]/.test(v as string) ? 'base64url' : 'base64'));
+  const sources: Record<string, unknown> = {};
+  for (const [journal, raw] of Object.entries((cp.sources ?? {}) as JsonObject)) {
+    const s = raw as JsonObject;
+    const src: Record<string, unknown> = {};
+    const rt = long(s.readThrough, false);
+    if (rt) src.readThrough = rt;
+    if (s.producers) {
+      src.producers = (s.producers as JsonObject[]).map((p) => {
+        const st = (p.state ?? {}) as JsonObject;
+        const state: Record<string, unknown> = {};
+        const lastAck = long(st.lastAck, true);
+        const begin = long(st.begin, false);
+        if (lastAck) state.lastAck = lastAck;
+        if (begin) state.begin = begin;
+        const id = bytes(p.id);
+        return { ...(id ? { id } : {}), state };
+      });
+    }
+    Object.defineProperty(sources, journal, { value: src, enumerable: true });
+  }
+  const ackIntents: Record<string, Uint8Array> = {};
+  for (const [journal, raw] of Object.entries((cp.ackIntents ?? {}) as JsonObject)) Object.defineProperty(ackIntents, journal, { value: bytes(raw) ?? new Uint8Array(0), enumerable: true });
+  return ORACLE.encode(ORACLE.fromObject({ sources, ackIntents })).finish();
+}
+
+const oracleDecode = (data: Uint8Array) => ORACLE.toObject(ORACLE.decode(data), { longs: String, bytes: String });
+
+/** A small deterministic random source (xorshift), so a failure reproduces. */
+function randomSource(seed: number) {
+  let x = seed;
+  const next = () => { x ^= x << 13; x >>>= 0; x ^= x >>> 17; x ^= x << 5; x >>>= 0; return x / 2 ** 32; };
+  const int = (n: number) => Math.floor(next() * n);
+  const pick = <T>(xs: readonly T[]): T => xs[int(xs.length)]!;
+  const big = (bits: number) => { let v = 0n; for (let i = 0; i < bits; i += 16) v = (v << 16n) | BigInt(int(65536)); return BigInt.asUintN(bits, v); };
+  return { int, pick, big, next };
+}
+
+const JOURNAL_PARTS = ['acmeCo/users/pivot=00', ';materialize/acmeCo/mat', 'é', '日本', '😀', '123', '0', 'a b', '"', '\\', '__proto__', '', 'x'.repeat(130)];
+
+function randomCheckpoint(r: ReturnType<typeof randomSource>): JsonObject {
+  const int64 = (): JsonValue => {
+    const v = r.pick([0n, 1n, -1n, 2n ** 63n - 1n, -(2n ** 63n), BigInt.asIntN(64, r.big(64)), BigInt(r.int(300)), -BigInt(r.int(300))]);
+    return r.int(4) === 0 && v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v.toString();
+  };
+  const uint64 = (): JsonValue => r.pick([0n, 1n, 2n ** 64n - 1n, 2n ** 63n, r.big(64), BigInt(r.int(1000))]).toString();
+  const b64 = (): string => {
+    const b = Buffer.from(Array.from({ length: r.int(12) }, () => r.int(256)));
+    // Standard padded and URL-safe unpadded (the two forms checkpoint.ts accepts).
+    return r.pick([b.toString('base64'), b.toString('base64url')]);
+  };
+  const journal = () => Array.from({ length: 1 + r.int(3) }, () => r.pick(JOURNAL_PARTS)).join('/');
+  const cp: JsonObject = {};
+  if (r.int(5) > 0) {
+    const sources: JsonObject = {};
+    for (let i = r.int(4); i > 0; i--) {
+      const s: JsonObject = {};
+      if (r.int(3) > 0) s.readThrough = int64();
+      if (r.int(3) > 0) {
+        s.producers = Array.from({ length: r.int(4) }, () => {
+          const p: JsonObject = {};
+          if (r.int(4) > 0) p.id = b64();
+          if (r.int(4) > 0) {
+            const st: JsonObject = {};
+            if (r.int(3) > 0) st.lastAck = uint64();
+            if (r.int(3) > 0) st.begin = int64();
+            p.state = st;
+          }
+          return p;
+        });
+      }
+      Object.defineProperty(sources, journal(), { value: s, enumerable: true, writable: true, configurable: true });
+    }
+    cp.sources = sources;
+  }
+  if (r.int(3) > 0) {
+    const intents: JsonObject = {};
+    for (let i = r.int(4); i > 0; i--) Object.defineProperty(intents, journal(), { value: b64(), enumerable: true, writable: true, configurable: true });
+    cp.ackIntents = intents;
+  }
+  return cp;
+}
+
+test('against protobufjs: 3,000 random checkpoints encode to the same bytes, and those bytes decode to the same JSON (member order too)', () => {
+  const r = randomSource(0x5eed);
+  for (let i = 0; i < 3000; i++) {
+    const cp = randomCheckpoint(r);
+    const ours = encodeCheckpoint(cp);
+    const theirs = oracleEncode(cp);
+    assert.equal(Buffer.from(ours).toString('hex'), Buffer.from(theirs).toString('hex'), `bytes of ${JSON.stringify(cp)}`);
+    assert.equal(JSON.stringify(decodeCheckpoint(ours)), JSON.stringify(oracleDecode(ours)), `JSON of ${JSON.stringify(cp)}`);
+  }
+});
+
+test('against protobufjs: bytes it did not write — explicit zeros, unknown fields of every wire type, repeated fields, zero-length ids — decode the same', () => {
+  const tag = (field: number, wire: number) => varintOf((BigInt(field) << 3n) | BigInt(wire));
+  const delim = (field: number, body: number[]) => [...tag(field, 2), ...varintOf(BigInt(body.length)), ...body];
+  const state = [...tag(1, 1), 0, 0, 0, 0, 0, 0, 0, 0, ...tag(2, 0), 0, ...tag(9, 5), 1, 2, 3, 4];
+  const producer = [...delim(1, []), ...delim(2, state), ...delim(2, [...tag(2, 0), 7]), ...tag(3, 3), ...tag(1, 0), 5, ...tag(3, 4)];
+  const source = [...tag(1, 0), 0, ...tag(1, 0), ...varintOf(2n ** 64n - 1n), ...delim(2, producer), ...delim(2, []), ...tag(7, 1), 1, 1, 1, 1, 1, 1, 1, 1];
+  const entry = [...delim(1, [0x6a]), ...delim(2, source), ...tag(15, 0), 1];
+  const bytes = Uint8Array.from([...tag(536870911, 0), 1, ...delim(1, entry), ...delim(2, [...delim(1, [0x6b])]), ...delim(1, entry), ...delim(2, [...delim(1, [0x6b]), ...delim(2, [1])])]);
+  assert.equal(JSON.stringify(decodeCheckpoint(bytes)), JSON.stringify(oracleDecode(bytes)));
+  // A zero and an empty id are the field left out, the later value wins, the two states of one producer merge.
+  assert.deepEqual(decodeCheckpoint(bytes), { sources: { j: { readThrough: '-1', producers: [{ state: { begin: '7' } }, {}] } }, ackIntents: { k: 'AQ==' } });
+  // A known field with another wire type is skipped, as an unknown one.
+  for (const odd of [[0x08, 0x01], [0x0a, 0x02, 0x08, 0x01], [0x0a, 0x04, 0x12, 0x02, 0x0a, 0x00]]) {
+    assert.equal(JSON.stringify(decodeCheckpoint(Uint8Array.from(odd))), JSON.stringify(oracleDecode(Uint8Array.from(odd))), `bytes ${odd.join(' ')}`);
+  }
+});
+
+test('bytes that are not a consumer.Checkpoint fail with where they go wrong; an entry without a value is the empty message (as Go reads it)', () => {
+  const bad: [number[], RegExp][] = [
+    [[0x0a, 0x07, 0x0a, 0x01], /^SqlError: bad protobuf: a field of 7 bytes runs past the end of its message \(byte 2\)$/],
+    [[0x1f], /wire type 7 is not a protobuf wire type \(byte 1\)/],
+    [[0x1c], /wire type 4 ends a group that was not started/],
+    [[0x1b, 0x24], /group 3 ends with the end of group 4 \(byte 1\)/],
+    [[0x18, 0xff], /a varint runs past the end of its message/],
+    [[0x18, ...Array(10).fill(0xff), 0x01], /a varint is longer than 10 bytes/],
+    [[0x00, 0x01], /a field is numbered 0 \(byte 0\)/],
+    [[0x19, 1, 2, 3], /a fixed64 runs past the end/],
+    [[0x1d, 1, 2, 3], /a fixed32 runs past the end/],
+    [[0x0a, 0x03, 0x0a, 0x01, 0xff], /a map key is not valid UTF-8 \(byte 4\)/],
+  ];
+  for (const [bytes, message] of bad) {
+    assert.throws(() => decodeCheckpoint(Uint8Array.from(bytes)), message);
+    // protobufjs skips an unknown varint of any length; protobuf's encoding (and Go's decoder) stops at 10 bytes.
+    if (bytes.length < 12) assert.throws(() => oracleDecode(Uint8Array.from(bytes)), `protobufjs refuses ${bytes.join(' ')} too`);
+  }
+  assert.deepEqual(decodeCheckpoint(Uint8Array.from([0x0a, 0x03, 0x0a, 0x01, 0x6a])), { sources: { j: {} } });
+  assert.throws(() => encodeCheckpoint({ sources: { ['a\ud800']: {} } }), /sources\["a\\ud800"\]'s journal name is not a well-formed Unicode string/);
+});
+
+function varintOf(v: bigint): number[] {
+  const out: number[] = [];
+  while (v > 0x7fn) { out.push(Number(v & 0x7fn) | 0x80); v >>= 7n; }
+  out.push(Number(v));
+  return out;
+}
