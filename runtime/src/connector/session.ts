@@ -3,6 +3,7 @@
 import type { Writable } from 'node:stream';
 import { ProtocolError } from '../errors.ts';
 import { type ByteSource, type Line, LineSplitter, chunkIterator } from '../protocol/line-reader.ts';
+import { stdinSource } from '../protocol/fd-chunks.ts';
 import { type Envelope, parseEnvelope, quoteList } from '../protocol/envelope.ts';
 import type { ScanOptions } from '../protocol/envelope-scan.ts';
 import { MessageWriter } from '../protocol/message-writer.ts';
@@ -10,7 +11,7 @@ import { JsonLogger, type LogSink } from '../log.ts';
 import type { Logger } from './types.ts';
 
 export interface ServeOptions {
-  /** Request bytes; defaults to process.stdin. Arrays of chunks work too (tests). */
+  /** Request bytes; defaults to stdin (stdinSource: one reused buffer when it is a pipe or socket). Arrays of chunks work too (tests). */
   input?: ByteSource;
   /** Where response lines go; defaults to process.stdout. */
   output?: Writable;
@@ -112,7 +113,7 @@ export function openSessionIO(options: ServeOptions, variants: readonly string[]
     else options.signal.addEventListener('abort', () => controller.abort(options.signal?.reason), { once: true });
   }
   const writer = new MessageWriter(options.output ?? process.stdout);
-  const requests = new RequestReader(options.input ?? process.stdin, variants, controller.signal, scan);
+  const requests = new RequestReader(options.input ?? stdinSource(), variants, controller.signal, scan);
   return { log, writer, requests, controller };
 }
 
