@@ -47,6 +47,17 @@ function readOwner(path: string): LockOwner | undefined {
   return undefined;
 }
 
+/** The releases of the locks this process holds: a forced stop (plane/src/cli/stop-signals.ts) runs them. */
+const held = new Set<() => void>();
+
+/**
+ * Releases every data-dir lock this process holds (synchronously). For a process about to die of a signal:
+ * that skips `exit` handlers, so the release registered there would not run and the lock would be left stale.
+ */
+export function releaseHeldLocks(): void {
+  for (const release of [...held]) release();
+}
+
 /** True when a process with this pid exists on this host (EPERM: it exists under another user). */
 export function processAlive(pid: number): boolean {
   try {
@@ -98,6 +109,7 @@ export function lockDataDir(dataDir: string, command: string, log: (message: str
       if (released) return;
       released = true;
       process.off('exit', release);
+      held.delete(release);
       // Only our own lock: a stale-lock takeover by another process must not be undone by us.
       if (readOwner(path)?.nonce === owner.nonce) {
         try { unlinkSync(path); } catch { /* already gone */ }
@@ -105,6 +117,7 @@ export function lockDataDir(dataDir: string, command: string, log: (message: str
     };
     // A process that exits without closing the plane still leaves the dir free.
     process.on('exit', release);
+    held.add(release);
     return { path, owner, release };
   }
   throw new DataDirBusyError(`data dir ${dataDir}: could not take ${path} (another process keeps replacing it); pass --data-dir to use another dir`, undefined);

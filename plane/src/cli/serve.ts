@@ -255,8 +255,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
     if (engine !== undefined && engine !== 'docker' && engine !== 'podman') throw new UsageError(`--container-engine must be docker or podman, got ${JSON.stringify(engine)}`);
     // The signals are taken before the first publication: a stop during it (a validate spinning, an apply
     // hanging) must not leave its connectors behind (stop-signals.ts). The plane is not closed then — nothing
-    // is served yet — its connectors are killed, the data dir's lock released, and the process dies of the
-    // signal; the journals and the control plane's database are crash-safe (a kill -9 is no different).
+    // is served yet — its connectors are killed, the data dir's lock released (forceStop), and the process dies
+    // of the signal; the journals and the control plane's database are crash-safe (a kill -9 is no different).
     let running: RunningPlane | undefined;
     let republishAtReady = false;
     const log = (m: string) => process.stderr.write(`${new Date().toISOString()} ${m}\n`);
@@ -266,11 +266,12 @@ export async function serveCommand(argv: string[]): Promise<number> {
     const stopped = new Promise<void>((done) => {
       onStopSignal((signal) => {
         if (running !== undefined) {
+          log(`${signal}: stopping (a second stop signal forces it)`);
           void running.close().then(done);
           return;
         }
         log(`${signal} during the first publication: stopping its connectors`);
-        lock.release();
+        // forceStop releases the lock, once the connectors are gone.
         void forceStop(signal, 0);
       });
     });

@@ -108,8 +108,7 @@ export async function startCommand(argv: string[], out: (s: string) => void = (s
     const giveBack = onStopSignal((signal) => {
       if (running === undefined) {
         out(`  stopped  on ${signal}, during the first publication\n`);
-        lock.release();
-        void forceStop(signal, 0);
+        void forceStop(signal, 0); // it releases the lock, once the connectors are gone
         return;
       }
       signalled ??= signal;

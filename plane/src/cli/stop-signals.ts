@@ -6,7 +6,8 @@
 // - a command that stops cleanly (serve, start, raw's capture) takes the signals over with onStopSignal();
 // - otherwise — a command with nothing to close, a signal during serve's first publication, or a second
 //   signal while a clean stop runs — every connector of the process is stopped (SIGTERM to its group, SIGKILL
-//   after a grace period) and the process then dies of the signal, as it would have without handlers.
+//   after a grace period), the data dir's lock is released, and the process then dies of the signal, as it
+//   would have without handlers.
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type StopSignal = (typeof SIGNALS)[number];
@@ -48,18 +49,24 @@ export function onStopSignal(onStop: Handler): () => void {
 }
 
 /**
- * Stops every connector of the process (SIGTERM to each group, SIGKILL to what is left after `graceMs`), then
- * ends the process by `signal`, as Node's default action would have. Never returns.
+ * Stops every connector of the process (SIGTERM to each group, SIGKILL to what is left after `graceMs`),
+ * releases the data-dir locks it holds, then ends the process by `signal`, as Node's default action would
+ * have. Never returns.
  */
 export async function forceStop(signal: StopSignal, graceMs: number): Promise<never> {
-  // Loaded here: a command that never started a connector does not pay for the host module.
-  const { killAllGroups, stopAllGroups } = await import('@sluice/runtime/host');
+  // Loaded here: a command that never started a connector does not pay for the host module (nor one that
+  // took no lock for the lock's: a command holding one has it loaded already).
+  const [{ killAllGroups, stopAllGroups }, { releaseHeldLocks }] = await Promise.all([import('@sluice/runtime/host'), import('../data-dir-lock.ts')]);
   if (!forcing) {
     forcing = true;
     const n = await stopAllGroups(graceMs);
     if (n > 0) process.stderr.write(`sluice: ${signal}: stopped ${n} connector process${n === 1 ? '' : 'es'}${graceMs > 0 ? '' : ' (SIGKILL)'}\n`);
   }
   killAllGroups();
+  // Death by a signal skips `exit` handlers, where a lock is otherwise released: without this a second Ctrl-C
+  // (or a second SIGTERM) during a clean stop left the data dir's lock behind, stale. Released after the
+  // connectors are gone (a materialization's may still write into the dir) and with nothing awaited after it.
+  releaseHeldLocks();
   for (const s of SIGNALS) process.removeAllListeners(s);
   process.kill(process.pid, signal);
   // The signal is delivered asynchronously; nothing else should run meanwhile.

@@ -108,3 +108,38 @@ test('serve killed with SIGKILL: its connectors die with it — the capture spin
   await serve.exited;
   for (const pid of connectors) await until(`connector ${pid}${pid === materializer ? ' (materialize-sqlite)' : pid === spinner ? ' (the spinning capture)' : ''} of the killed plane to be gone`, () => !alive(pid), { ms: 30_000 });
 });
+
+test('serve: a second SIGINT during the clean stop forces it — the spinning connector killed, the data dir released, dies of SIGINT', async (t) => {
+  // Dying of a signal skips `exit` handlers, where the lock is otherwise released: forceStop releases it itself.
+  const { dir, pids, pidFile } = setup(t, 'open');
+  const serve = run(['serve', '--catalog', join(dir, 'flow.yaml'), '--port', '0', '--ingest-port', '0', '--data-dir', join(dir, 'data')], pids);
+  const spinner = await spinnerOf(pidFile, pids, serve.output);
+  await until('serve\'s ready line', () => serve.output().includes('sluice: ready: '), { detail: serve.output });
+  serve.child.kill('SIGINT');
+  // The clean stop waits for the spinner (SIGTERM, which it cannot handle, then SIGKILL after a grace period).
+  await until('serve to start its clean stop', () => /SIGINT: stopping \(a second stop signal forces it\)\n/.test(serve.output()), { detail: serve.output });
+  serve.child.kill('SIGINT');
+  const { code, signal } = await serve.exited;
+  assert.deepEqual({ code, signal }, { code: null, signal: 'SIGINT' }, serve.output());
+  assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, `the data dir lock was released; output:\n${serve.output()}`);
+  await until(`the spinning connector (pid ${spinner}) to be gone`, () => !alive(spinner), { ms: 30_000 });
+});
+
+test('forceStop releases the data-dir lock the process holds before it dies of the signal (death by a signal skips `exit` handlers)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'sluice-stop-'));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const lockModule = new URL('../../src/data-dir-lock.ts', import.meta.url).href;
+  const signalsModule = new URL('../../src/cli/stop-signals.ts', import.meta.url).href;
+  const script = `const { lockDataDir } = await import(${JSON.stringify(lockModule)});
+const { installStopSignals, forceStop } = await import(${JSON.stringify(signalsModule)});
+installStopSignals();
+lockDataDir(process.argv[1], 'a forced process');
+await forceStop('SIGTERM', 0);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script, join(dir, 'data')], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+  assert.deepEqual({ code, signal }, { code: null, signal: 'SIGTERM' }, err);
+  assert.equal(existsSync(join(dir, 'data')), true, err);
+  assert.equal(existsSync(join(dir, 'data', 'plane.lock')), false, 'the lock was released');
+});
