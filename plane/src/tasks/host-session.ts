@@ -108,25 +108,29 @@ export function hostSession<Req, Res>(target: ConnectorTarget, protocol: Protoco
 }
 
 /**
+ * The `variant` member of a unary RPC's one response (`res`: undefined when the connector gave none); throws
+ * ProtocolError naming what came instead. The one check of both unary paths: a fresh process (Launcher's
+ * `unary`) and one started ahead (unaryOnSpare).
+ */
+export function unaryResponse(res: object | undefined, variant: string, task: string): JsonObject {
+  if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
+  const [got] = Object.keys(res);
+  if (got !== variant) throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
+  return (res as Record<string, JsonObject>)[variant] ?? {};
+}
+
+/**
  * A unary RPC on a process started ahead (Launcher.unary, the materialization thread's `unary`): the
  * response's `variant` member. The process is left running for the task's next RPC (our connectors serve
  * requests one after another on one stream); one that failed or answered out of turn is killed.
  */
 export async function unaryOnSpare<Req>(spare: SpareConnector, target: ConnectorTarget, protocol: Protocol, task: string, request: Req, variant: string): Promise<JsonObject> {
   const session = hostSession<Req, Record<string, JsonObject>>(target, protocol, task, {}, {}, spare);
-  let res: Record<string, JsonObject> | undefined;
   try {
     await session.send(request);
-    res = await session.recv();
+    return unaryResponse(await session.recv(), variant, task);
   } catch (err) {
     session.kill();
     throw err;
   }
-  if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
-  const [got] = Object.keys(res);
-  if (got !== variant) {
-    session.kill();
-    throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
-  }
-  return res[variant] ?? {};
 }

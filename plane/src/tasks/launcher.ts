@@ -10,7 +10,7 @@ import {
 import { isContainerTarget, type ConnectorTarget, type Protocol } from '@sluice/runtime/host';
 import type { EndpointRef } from '../catalog/types.ts';
 import { BUILTIN_CONNECTORS, builtinCommand, builtinConnector, builtinForImage, isInstalled, type BuiltinConnector } from '../registry.ts';
-import { hostSession, SpareConnector, unaryOnSpare } from './host-session.ts';
+import { hostSession, SpareConnector, unaryOnSpare, unaryResponse } from './host-session.ts';
 import type { ConnectorSession, SessionHooks } from './session.ts';
 
 export interface LauncherOptions {
@@ -196,9 +196,6 @@ export async function unary<Req, Res>(session: ConnectorSession<Req, Res>, reque
   await session.send(request);
   const res = await closeAndRecv(session);
   const extra = await session.recv().catch(() => undefined);
-  if (res === undefined) throw new ProtocolError(`${task}: connector exited without a "${variant}" response`);
-  if (extra !== undefined) throw new ProtocolError(`${task}: rpc is expected to be unary, but the connector sent more than one response`);
-  const [got] = Object.keys(res as object);
-  if (got !== variant) throw new ProtocolError(`${task}: connector sent "${String(got)}" where "${variant}" was expected`);
-  return (res as Record<string, JsonObject>)[variant] ?? {};
+  if (res !== undefined && extra !== undefined) throw new ProtocolError(`${task}: rpc is expected to be unary, but the connector sent more than one response`);
+  return unaryResponse(res as object | undefined, variant, task);
 }
