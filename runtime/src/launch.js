@@ -20,6 +20,32 @@ export const MIN_NODE_MAJOR = 24;
 const REEXEC_ENV = 'SLUICE_REEXECUTED_NODE';
 /** Set when this bin re-executed itself to add its Node flags, so it cannot loop if they do not show. */
 const FLAGS_ENV = 'SLUICE_NODE_FLAGS_APPLIED';
+/** Set on the re-executed child when it gets a parent-death SIGTERM (setpriv): the launcher's pid. */
+const LAUNCHER_ENV = 'SLUICE_LAUNCHER_PID';
+
+/** This process's launcher (runOnSupportedNode's re-execution with a parent-death SIGTERM), if any. */
+let launcherPid = /** @type {number | undefined} */ (undefined);
+
+/**
+ * True when this process was re-executed by the launcher with a parent-death SIGTERM and that launcher has died.
+ * The kernel sends the parent-death signal each time the thread that is this process's parent exits, and a dying
+ * launcher's threads exit one after another (the process is handed to the next live thread each time): a launcher
+ * killed with SIGKILL can send SIGTERM several times, one event (plane/src/cli/stop-signals.ts takes the repeats
+ * as one). Linux only, as setpriv is: the launcher is dead once it is no longer the parent, or is a zombie
+ * (/proc/<pid>/stat state Z or X; its main thread, this process's parent, exits first).
+ * @returns {boolean}
+ */
+export function launcherDied() {
+  if (launcherPid === undefined) return false;
+  if (process.ppid !== launcherPid) return true;
+  try {
+    const stat = readFileSync(`/proc/${launcherPid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return true;
+  }
+}
 
 /**
  * The Node flags a bin runs with, declared as data in its package.json (`"sluice": {"nodeFlags": [...]}`, the
@@ -92,6 +118,10 @@ export async function runOnSupportedNode(binUrl) {
   const missing = applied ? [] : missingNodeFlags(nodeFlagsOf(bin));
   const supported = nodeMajor(process.versions.node) >= MIN_NODE_MAJOR;
   if (supported && missing.length === 0) {
+    // For this process only, as the flags' marker (kept through an execve below, which is this same process).
+    const launcher = Number(process.env[LAUNCHER_ENV]);
+    delete process.env[LAUNCHER_ENV];
+    if (Number.isInteger(launcher) && launcher > 0) launcherPid = launcher;
     enablePrivateCompileCache();
     return;
   }
@@ -114,12 +144,13 @@ export async function runOnSupportedNode(binUrl) {
   // The child leads a process group of its own, so a terminal's Ctrl-C reaches this process only and is forwarded
   // once: in one group the child got it twice (from the terminal and from here), and a second SIGINT forces a
   // stop (plane/src/cli/stop-signals.ts). On Linux, killed with SIGKILL this process cannot forward anything: the
-  // child gets SIGTERM from the kernel instead (setpriv's parent-death signal) and stops cleanly.
+  // child gets SIGTERM from the kernel instead (setpriv's parent-death signal) and stops cleanly — once per thread
+  // of this process as they exit, so the child is told this pid to know the repeats for what they are (launcherDied).
   const setpriv = parentDeathSetpriv();
   const child = spawn(setpriv ?? pinned, setpriv ? ['--pdeathsig', 'TERM', '--', pinned, ...args] : args, {
     stdio: 'inherit',
     detached: process.platform !== 'win32',
-    env: { ...process.env, [REEXEC_ENV]: process.versions.node, [FLAGS_ENV]: '1' },
+    env: { ...process.env, [REEXEC_ENV]: process.versions.node, [FLAGS_ENV]: '1', [LAUNCHER_ENV]: setpriv ? String(process.pid) : undefined },
   });
   // A supervisor's signal, or a terminal's, reaches this process; the child must get it too.
   for (const signal of /** @type {const} */ (['SIGINT', 'SIGTERM', 'SIGHUP'])) {

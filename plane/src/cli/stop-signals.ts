@@ -7,7 +7,10 @@
 // - otherwise — a command with nothing to close, a signal during serve's first publication, or a second
 //   signal while a clean stop runs — every connector of the process is stopped (SIGTERM to its group, SIGKILL
 //   after a grace period), the data dir's lock is released, and the process then dies of the signal, as it
-//   would have without handlers.
+//   would have without handlers;
+// - except a SIGTERM repeated by the kernel after the launcher that re-executed this process died (launcherDied).
+
+import { launcherDied } from '@sluice/runtime/launch';
 
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 type StopSignal = (typeof SIGNALS)[number];
@@ -17,6 +20,8 @@ type Handler = (signal: StopSignal) => void;
 let handler: Handler | undefined;
 let forcing = false;
 let installed = false;
+/** A stop signal came already. */
+let stopping = false;
 
 /** How long connectors get to stop on SIGTERM before SIGKILL, when the process stops without a command's help. */
 export const FORCE_GRACE_MS = 2000;
@@ -29,6 +34,14 @@ export function installStopSignals(): void {
     process.on(signal, () => {
       // serve republishes on SIGHUP with a listener of its own: then SIGHUP is not a stop.
       if (signal === 'SIGHUP' && process.listenerCount('SIGHUP') > 1) return;
+      // A launcher killed with SIGKILL (runtime/src/launch.js, a bin run on Node < 24) makes the kernel send its
+      // parent-death SIGTERM once per thread of it as they exit: the repeats are that one event, not a second
+      // stop signal, and forcing on them cut the clean stop short (the lock-file flake of cli-launcher.test.ts).
+      if (signal === 'SIGTERM' && stopping && launcherDied()) {
+        process.stderr.write('sluice: SIGTERM again, from the launcher\'s death (the kernel sends one per thread of it): the stop goes on; SIGINT forces it\n');
+        return;
+      }
+      stopping = true;
       const take = handler;
       handler = undefined;
       if (take !== undefined) take(signal);
