@@ -23,6 +23,7 @@ import type { ContainerTarget } from '../runtime/src/host/index.ts';
 import { sshdUnavailable, startSshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import type { Sshd } from '../connectors/materialize-sqlserver/test/sshd.ts';
 import { nodeFlagsOf } from '@sluice/runtime/launch';
+import { until } from '@sluice/runtime/testing';
 import { builtinConnector } from '../plane/src/registry.ts';
 
 const run = promisify(execFile);
@@ -251,6 +252,22 @@ describe('container images (buildah build, podman run)', { skip: skip ?? false, 
       const exists = await run('podman', ['container', 'exists', name]).then(() => true, () => false);
       assert.equal(exists, false, `container ${name} is still there`);
     });
+  });
+
+  test('a container that cannot act on SIGTERM (PID 1 spinning in synchronous code) is removed once kill()\'s grace period ends', { timeout: TEST_TIMEOUT }, async () => {
+    // The CLI forwards SIGTERM, which the kernel keeps from a PID 1 without a handler; the SIGKILL after the grace
+    // ends the CLI only, and podman's conmon kept the container spinning: it is removed by its cidfile's id.
+    const name = `sluice-test-stubborn-${process.pid}`;
+    const proc = startConnector(target('source-http-file', { engineArgs: ['--name', name, '--entrypoint', 'node'], args: ['-e', 'console.error("spinning"); for (;;);'] }), { protocol: 'capture' });
+    try {
+      await until('the container to spin', () => proc.logs.some((l) => l.msg === 'spinning'), { ms: 60_000, detail: () => JSON.stringify(proc.logs) });
+      const status = await proc.kill(2000);
+      assert.deepEqual(status, { code: null, signal: 'SIGKILL' }, 'the CLI was killed after the grace period');
+      const exists = await run('podman', ['container', 'exists', name]).then(() => true, () => false);
+      assert.equal(exists, false, `container ${name} is still there`);
+    } finally {
+      await run('podman', ['rm', '-f', '--time', '0', name]).catch(() => undefined);
+    }
   });
 
   test('materialize-sqlserver: its drivers run in the image (validate against a closed port; IAM modules load)', { timeout: TEST_TIMEOUT }, async () => {

@@ -1,5 +1,7 @@
 // Host tests: real child processes running the runtime's test connectors.
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { type ConnectorLog, containerArgs, parseConnectorLog, runSession, startConnector, unaryRpc } from '../src/host/index.ts';
@@ -163,8 +165,13 @@ describe('host: sessions', () => {
     const logs: ConnectorLog[] = [];
     const response = await unaryRpc({ engine: path('fixtures/fake-engine.sh'), image: 'ghcr.io/sluice-dev/test:dev', env: { API_SECRET: 's3cret' }, mounts: [{ source: '/tmp', target: '/data', readonly: true }] }, { spec: {} }, { protocol: 'capture', onLog: (l) => logs.push(l) });
     assert.ok('spec' in response);
-    assert.deepEqual(logs[0]!.fields, {
-      argv: ['run', '--rm', '-i', '--network', 'host', '-e', 'API_SECRET', '-e', 'FLOW_RUNTIME_CODEC', '-v', '/tmp:/data:ro', 'ghcr.io/sluice-dev/test:dev'],
+    const fields = logs[0]!.fields as { argv: string[] };
+    // The engine writes the container's id into a private file (removed once the engine exits).
+    const cidfile = fields.argv[6]!;
+    assert.match(cidfile, /\/sluice-cid-[^/]+\/cid$/);
+    assert.equal(existsSync(dirname(cidfile)), false, 'the cidfile\'s directory is removed');
+    assert.deepEqual(fields, {
+      argv: ['run', '--rm', '-i', '--network', 'host', '--cidfile', cidfile, '-e', 'API_SECRET', '-e', 'FLOW_RUNTIME_CODEC', '-v', '/tmp:/data:ro', 'ghcr.io/sluice-dev/test:dev'],
       secret: 's3cret', codec: 'json',
     });
   });

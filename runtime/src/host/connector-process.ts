@@ -2,6 +2,9 @@
 // podman), write requests as JSON lines, read typed responses as an async iterable, collect its
 // stderr logs, and surface a failed exit as ConnectorExitError carrying the last stderr line.
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
 import { ConnectorExitError, ProtocolError } from '../errors.ts';
 import { type Envelope, parseEnvelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import { MessageWriter } from '../protocol/message-writer.ts';
@@ -190,9 +193,13 @@ export function isContainerTarget(target: ConnectorTarget): target is ContainerT
   return 'image' in target;
 }
 
-/** The engine argv for a container target (env values are not in it). */
-export function containerArgs(target: ContainerTarget): string[] {
+/**
+ * The engine argv for a container target (env values are not in it); with `cidfile`, the engine writes the
+ * container's id there (`--cidfile`, docker and podman alike).
+ */
+export function containerArgs(target: ContainerTarget, cidfile?: string): string[] {
   const args = ['run', '--rm', '-i', '--network', target.network ?? 'host'];
+  if (cidfile !== undefined) args.push('--cidfile', cidfile);
   const env = { FLOW_RUNTIME_CODEC: 'json', ...target.env };
   for (const name of Object.keys(env).sort()) args.push('-e', name);
   for (const m of target.mounts ?? []) {
@@ -227,6 +234,8 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
   /** Set when the pipes were closed from this side after the process exited (see the constructor). */
   private pipesAbandoned = false;
   private readonly container: boolean;
+  /** A container target's: settles once the engine's CLI has exited and its container is gone. */
+  private readonly containerGone: Promise<void> | undefined;
   /** The memory cgroup's OOM-kill count when the connector started (undefined: unknown). */
   private readonly oomKillsAtStart = oomKillCount();
   /** ConnectorProcessOptions.capturedBytes; may be set until responses are read (a prestarted process). */
@@ -245,7 +254,10 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     if (isContainerTarget(target)) {
       this.name = options.name ?? target.image;
       const env = { ...baseEnv, FLOW_RUNTIME_CODEC: 'json', ...target.env };
-      this.child = spawn(target.engine, containerArgs(target), { env, stdio: ['pipe', 'pipe', 'pipe'], detached: GROUPS });
+      // The engine writes the container's id into a private directory of ours: see removeKilledContainer.
+      const cidDir = mkdtempSync(join(tmpdir(), 'sluice-cid-'));
+      this.child = spawn(target.engine, containerArgs(target, join(cidDir, 'cid')), { env, stdio: ['pipe', 'pipe', 'pipe'], detached: GROUPS });
+      this.containerGone = removeKilledContainer(this.child, target.engine, cidDir, env);
     } else {
       this.name = options.name ?? [target.command, ...(target.args ?? [])].join(' ');
       const env = { ...baseEnv, ...target.env };
@@ -280,7 +292,11 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
         this.child.stderr?.destroy();
         resolve({ code: null, signal: null });
       });
-      this.child.once('close', (code, signal) => resolve({ code, signal }));
+      // A container is waited for too, when its engine's CLI was killed (removeKilledContainer).
+      this.child.once('close', (code, signal) => {
+        if (this.containerGone === undefined) resolve({ code, signal });
+        else void this.containerGone.then(() => resolve({ code, signal }));
+      });
       // 'close' waits for stdout and stderr to end too. A process that exited but whose pipes stay open
       // (a grandchild inherited them) must not keep the host waiting: once nothing is left to read,
       // the pipes are closed from this side.
@@ -590,6 +606,39 @@ export class ConnectorProcess<P extends Protocol = Protocol> {
     }
     return this.exitPromise;
   }
+}
+
+/**
+ * Once the engine's CLI (`<engine> run --rm -i --cidfile <cidDir>/cid`) has exited: when it died of a signal — the
+ * SIGKILL after kill()'s grace period, a host's forced stop — removes the container it started (`rm -f` by the id
+ * in the cidfile), then deletes `cidDir`. The CLI forwards SIGTERM to the container, but a connector that cannot
+ * act on it — busy in synchronous code, or PID 1 without a handler, which the kernel then shields from SIGTERM —
+ * outlives the CLI's SIGKILL (podman's conmon keeps it running: measured here with podman 4.3, a container
+ * spinning in `node -e 'for(;;);'` ran on), until it next read or wrote, or forever. A CLI that exited by itself
+ * had its container removed by `--rm`. Podman gets `--time 0`: its `rm -f` otherwise sends the stop signal and
+ * waits 10 s before killing; docker's `rm -f` kills at once.
+ */
+function removeKilledContainer(child: ChildProcess, engine: string, cidDir: string, env: Record<string, string | undefined>): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = (): void => {
+      rmSync(cidDir, { recursive: true, force: true });
+      resolve();
+    };
+    child.once('error', done);
+    child.once('exit', (_code, signal) => {
+      let id = '';
+      try {
+        if (signal !== null) id = readFileSync(join(cidDir, 'cid'), 'utf8').trim();
+      } catch {
+        // never created: the engine died before it made the container
+      }
+      if (!/^[0-9a-f]{12,64}$/i.test(id)) return done();
+      const force = basename(engine).includes('podman') ? ['--time', '0'] : [];
+      const rm = spawn(engine, ['rm', '-f', ...force, id], { env, stdio: 'ignore' });
+      rm.once('error', done);
+      rm.once('exit', done);
+    });
+  });
 }
 
 /** Starts a connector. */
