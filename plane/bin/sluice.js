@@ -1,10 +1,11 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=4 --max-old-space-size=1024
 // The sluice CLI. Commands: see plane/src/cli/main.ts. Plain JavaScript so that any Node can start it: the
 // launcher re-executes it on the pinned Node 24 when this one cannot run the TypeScript sources.
-// Its V8 flags are declared in plane/package.json (`sluice.nodeFlags`) and applied by the launcher (the same
-// process re-executed with them when they are missing). They bound the plane's heap: on a 24 GB machine V8
-// otherwise sizes the young generation at 128 MB and grows the old one lazily (measured on bench/pipeline.ts,
-// 100k rows: peak RSS 400 → 216 MB, CPU no higher).
+// Its V8 flags are declared in plane/package.json (`sluice.nodeFlags`), repeated in the shebang above (env -S:
+// run from PATH on Node 24 it starts once; test/cli-launcher.test.ts keeps the two equal), and applied by the
+// launcher (the same process re-executed with them when they are missing). They bound the plane's heap: on a
+// 24 GB machine V8 otherwise sizes the young generation at 128 MB and grows the old one lazily (measured on
+// bench/pipeline.ts, 100k rows: peak RSS 400 → 216 MB, CPU no higher).
 // @ts-check
 import { runOnSupportedNode } from '@sluice/runtime/launch';
 
