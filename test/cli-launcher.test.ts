@@ -49,6 +49,15 @@ test('on an older Node, sluice re-executes on the pinned Node: arguments, output
   assert.match(spec.stdout, /^\{"spec":\{"protocol":3032023,/);
 });
 
+test('on an older Node, the connectors sluice starts with that Node re-execute on the pinned one too (the loop guard is for one hop)', { skip }, () => {
+  if ('skip' in old) return;
+  // The re-executed sluice used to pass its guard (SLUICE_REEXECUTED_NODE) on to every connector it started:
+  // one run with the older Node then said "needs Node.js 24" although the pinned Node was there.
+  const r = spawnSync(old.node, [SLUICE, 'raw', 'spec', '--', old.node, TEST_CAPTURE], { encoding: 'utf8', cwd: tmpdir() });
+  assert.equal(r.status, 0, r.stderr);
+  assert.match(r.stdout, /^\{"spec":\{"protocol":3032023,/);
+});
+
 test('on an older Node without the pinned one, the message says which Node this is and what to run', { skip }, () => {
   if ('skip' in old) return;
   // The launcher's loop guard makes it behave as if node_modules held no Node 24.

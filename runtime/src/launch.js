@@ -118,9 +118,12 @@ export async function runOnSupportedNode(binUrl) {
   const missing = applied ? [] : missingNodeFlags(nodeFlagsOf(bin));
   const supported = nodeMajor(process.versions.node) >= MIN_NODE_MAJOR;
   if (supported && missing.length === 0) {
-    // For this process only, as the flags' marker (kept through an execve below, which is this same process).
+    // For this process only, as the flags' marker (kept through an execve below, which is this same process). The
+    // loop guard too: a program this process starts on an older Node (a `local` connector run by `node`) must
+    // re-execute on the pinned Node as well, not be told there is none.
     const launcher = Number(process.env[LAUNCHER_ENV]);
     delete process.env[LAUNCHER_ENV];
+    delete process.env[REEXEC_ENV];
     if (Number.isInteger(launcher) && launcher > 0) launcherPid = launcher;
     enablePrivateCompileCache();
     return;
