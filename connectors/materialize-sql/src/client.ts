@@ -50,9 +50,19 @@ export interface PreparedStatement {
   run(params: readonly SqlParam[]): number | Promise<number>;
 }
 
+/** What a session's connection will be used for, so a client may size it (SQLite: its page cache). */
+export interface SessionHints {
+  /**
+   * Whether any table the session writes has a key index (a standard binding): false when every binding has
+   * delta updates (rows appended, nothing looked up).
+   */
+  keyed: boolean;
+}
+
 /** Opens connections to one endpoint (one database file, one server database). */
 export interface Client {
-  connect(): Promise<Connection>;
+  /** `hints`: given by a materialization session (open); without them a client assumes any use. */
+  connect(hints?: SessionHints): Promise<Connection>;
   /**
    * Optional, for Validate (which must not change the destination): a connection that cannot write, or
    * undefined when the destination does not exist yet (so no table exists). Without it, connect() is used.

@@ -110,7 +110,8 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
       const { dialect, client } = await ep.connect(ctx.config, ctx.log);
       const tables = ctx.bindings.map((b) => buildTable(dialect, b.index, pathOf(b.spec, b.resource, ctx.config),
         { ...b.spec, deltaUpdates: b.spec.deltaUpdates ?? ep.deltaUpdates(b.resource) }));
-      const storeConn = await client.connect();
+      const hints = { keyed: tables.some((t) => !t.deltaUpdates) };
+      const storeConn = await client.connect(hints);
       let loadConn;
       try {
         const fence = await installFence(storeConn, dialect, {
@@ -119,7 +120,7 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
           keyBegin: ctx.range.keyBegin ?? 0,
           keyEnd: ctx.range.keyEnd ?? FULL_RANGE_END,
         });
-        loadConn = await client.connect();
+        loadConn = await client.connect(hints);
         const transactor = new SqlTransactor({
           dialect, loadConn, storeConn, tables, fence, hardDelete: ep.hardDelete(ctx.config), rebuildDocuments: ep.noFlowDocument?.(ctx.config) === true,
         });

@@ -64,3 +64,22 @@ test('Opened: the explicit zero checkpoint of a fresh row; disableLoadOptimizati
   assert.deepEqual(await opened({ always_drop_tables_on_backfill: true }), { runtimeCheckpoint: {} });
   assert.deepEqual(await opened(undefined, { fence: 3, key_begin: 0, key_end: 4294967295, checkpoint: 'CgcKAWoSAggI' }), { runtimeCheckpoint: { sources: { j: { readThrough: '8' } } } });
 });
+
+test('Open tells the client whether any table has a key index: keyed unless every binding has delta updates', async () => {
+  const cases: [boolean[], boolean][] = [[[false], true], [[true], false], [[true, false], true], [[true, true], false]];
+  for (const [delta, keyed] of cases) {
+    const hints: unknown[] = [];
+    const ep: SqlEndpoint<{ flags?: string }, { table: string }> = {
+      ...endpoint(undefined),
+      connect: async () => ({ dialect, client: { connect: async (h?: unknown) => { hints.push(h); return conn(undefined); } } }),
+      deltaUpdates: (r) => delta[Number(r.table.slice(1))]!,
+    };
+    const bindings = delta.map((_d, i) => ({ ...materialization.bindings![0]!, resourceConfig: { table: `t${i}` }, resourcePath: [`t${i}`] }));
+    const out = await sqlMaterializeConnector(ep).open({
+      config: {}, materialization: { ...materialization, bindings }, range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {}, version: 'v1', log,
+      bindings: bindings.map((spec, index) => ({ index, resource: { table: `t${index}` }, spec })),
+    } as never);
+    await out.transactor.close?.();
+    assert.deepEqual(hints, [{ keyed }, { keyed }], `delta updates ${JSON.stringify(delta)}: the store and the load connection`);
+  }
+});

@@ -3,11 +3,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { NEW_FILE_PAGE_SIZE, SqliteClient, WAL_CHECKPOINT_BYTES } from '../src/sqlite-client.ts';
+import { DELTA_PAGE_CACHE_BYTES, NEW_FILE_PAGE_SIZE, PAGE_CACHE_BYTES, SqliteClient, WAL_CHECKPOINT_BYTES } from '../src/sqlite-client.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'mat-sqlite-client-'));
 test.after(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,6 +60,52 @@ test('an existing database file keeps its page size (4 KiB here) and its rows; t
     } finally {
       check.close();
     }
+  }
+});
+
+test('the page cache is 64 MiB unless every table of the session has delta updates (8 MiB); a transaction larger than it keeps every row, or none', async () => {
+  const path = join(dir, 'cache.db');
+  const cacheOf = async (hints?: { keyed: boolean }) => {
+    const conn = await new SqliteClient(path).connect(hints);
+    try {
+      return Number((await conn.query('PRAGMA cache_size'))[0]!.cache_size);
+    } finally {
+      await conn.close();
+    }
+  };
+  assert.equal(PAGE_CACHE_BYTES, 64 * 1024 * 1024);
+  assert.equal(DELTA_PAGE_CACHE_BYTES, 8 * 1024 * 1024);
+  // Negative: KiB (SQLite's form for a cache given in bytes rather than pages).
+  assert.equal(await cacheOf(), -65536, 'no hints (apply, validate, other callers)');
+  assert.equal(await cacheOf({ keyed: true }), -65536, 'a session with a standard table');
+  assert.equal(await cacheOf({ keyed: false }), -8192, 'a session of delta tables only');
+
+  // 30 MB of rows in one transaction through the small cache: its dirty pages spill to the WAL before COMMIT.
+  const conn = await new SqliteClient(path, { checkpointThreadAfterBytes: false }).connect({ keyed: false });
+  const rowText = (i: number) => `${i}:${'x'.repeat(12_000)}`;
+  try {
+    await conn.exec('CREATE TABLE d (n INTEGER NOT NULL, v TEXT NOT NULL)');
+    await conn.begin();
+    for (let i = 0; i < 2500; i++) await conn.exec('INSERT INTO d (n, v) VALUES (?, ?)', [i, rowText(i)]);
+    assert.ok(statSync(`${path}-wal`).size > DELTA_PAGE_CACHE_BYTES, 'pages spilled to the WAL before COMMIT');
+    await conn.commit();
+    // Rolled back after spilling: none of it stays.
+    await conn.begin();
+    for (let i = 2500; i < 5000; i++) await conn.exec('INSERT INTO d (n, v) VALUES (?, ?)', [i, rowText(i)]);
+    await conn.rollback();
+  } finally {
+    await conn.close();
+  }
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const r = db.prepare('SELECT count(*) AS n, sum(length(v)) AS bytes, min(n) AS lo, max(n) AS hi FROM d').get() as Record<string, number>;
+    const bytes = Array.from({ length: 2500 }, (_, i) => rowText(i).length).reduce((a, b) => a + b, 0);
+    assert.deepEqual({ ...r }, { n: 2500, bytes, lo: 0, hi: 2499 });
+    assert.ok(bytes > 3 * DELTA_PAGE_CACHE_BYTES, 'the transaction must be larger than the cache');
+    const bad = db.prepare('SELECT count(*) AS n FROM d WHERE v <> n || \':\' || printf(\'%.*c\', 12000, \'x\')').get() as { n: number };
+    assert.equal(bad.n, 0, 'every row holds what was written');
+  } finally {
+    db.close();
   }
 });
 
