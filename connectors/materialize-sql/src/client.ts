@@ -19,7 +19,7 @@ export interface BulkTarget {
 
 /**
  * One database session. Temp tables live per connection, so the transactor holds two: one for loads and
- * one for stores. Calls on one connection are never concurrent.
+ * one for stores (or one for both: Client.loadsOnStoreConnection). Calls on one connection are never concurrent.
  */
 export interface Connection {
   /** Run one statement; parameters bind positionally to the dialect's placeholders. Returns rows affected. */
@@ -63,6 +63,13 @@ export interface SessionHints {
 export interface Client {
   /** `hints`: given by a materialization session (open); without them a client assumes any use. */
   connect(hints?: SessionHints): Promise<Connection>;
+  /**
+   * A session's loads run on its store connection: one connection per session instead of two (a transaction's
+   * loads end before its stores begin, and its commit before the next transaction's loads). For SQLite, whose
+   * connections each have a page cache that any other connection's commit discards: the load connection read the
+   * whole key index again after every store commit.
+   */
+  readonly loadsOnStoreConnection?: boolean;
   /**
    * Optional, for Validate (which must not change the destination): a connection that cannot write, or
    * undefined when the destination does not exist yet (so no table exists). Without it, connect() is used.

@@ -120,7 +120,7 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
           keyBegin: ctx.range.keyBegin ?? 0,
           keyEnd: ctx.range.keyEnd ?? FULL_RANGE_END,
         });
-        loadConn = await client.connect(hints);
+        loadConn = client.loadsOnStoreConnection === true ? storeConn : await client.connect(hints);
         const transactor = new SqlTransactor({
           dialect, loadConn, storeConn, tables, fence, hardDelete: ep.hardDelete(ctx.config), rebuildDocuments: ep.noFlowDocument?.(ctx.config) === true,
         });
@@ -137,7 +137,7 @@ export function sqlMaterializeConnector<Config, Resource>(ep: SqlEndpoint<Config
         return { transactor, opened };
       } catch (err) {
         await storeConn.close().catch(() => undefined);
-        await loadConn?.close().catch(() => undefined);
+        if (loadConn !== storeConn) await loadConn?.close().catch(() => undefined);
         await client.close?.().catch(() => undefined);
         throw err;
       }

@@ -187,6 +187,8 @@ export class SqlTransactor implements Transactor {
   }
 
   async load(loads: AsyncIterable<DecodedLoad>, loaded: (binding: number, doc: JsonObject) => Promise<void>): Promise<void> {
+    // Loads and stores on one connection (Client.loadsOnStoreConnection): the protocol's phases keep them apart.
+    if (this.#inTxn && this.#o.loadConn === this.#o.storeConn) throw new SqlError('internal error: a load began while the store transaction was open on the same connection');
     if (this.#o.dialect.storeFlow === 'staged') return this.#loadStaged(loads, loaded);
     const { dialect, loadConn } = this.#o;
     const tpl = dialect.templates;

@@ -83,3 +83,22 @@ test('Open tells the client whether any table has a key index: keyed unless ever
     assert.deepEqual(hints, [{ keyed }, { keyed }], `delta updates ${JSON.stringify(delta)}: the store and the load connection`);
   }
 });
+
+test('Open takes one connection for loads and stores when the client says so (Client.loadsOnStoreConnection), else two', async () => {
+  for (const shared of [true, false, undefined]) {
+    let connects = 0;
+    let closes = 0;
+    const client: Client = {
+      connect: async () => { connects++; return { ...conn(undefined), close: async () => { closes++; } }; },
+      ...(shared === undefined ? {} : { loadsOnStoreConnection: shared }),
+    };
+    const ep: SqlEndpoint<{ flags?: string }, { table: string }> = { ...endpoint(undefined), connect: async () => ({ dialect, client }) };
+    const out = await sqlMaterializeConnector(ep).open({
+      config: {}, materialization, range: { keyEnd: 4294967295, rClockEnd: 4294967295 }, state: {}, version: 'v1', log,
+      bindings: [{ index: 0, resource: { table: 't' }, spec: materialization.bindings![0]! }],
+    } as never);
+    await out.transactor.close?.();
+    const n = shared === true ? 1 : 2;
+    assert.deepEqual({ connects, closes }, { connects: n, closes: n }, `loadsOnStoreConnection ${shared}`);
+  }
+});

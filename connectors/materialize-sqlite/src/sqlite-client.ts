@@ -187,6 +187,13 @@ export const CHECKPOINT_THREAD_AFTER_BYTES = 16 * 1024 * 1024;
 
 /** A client for one SQLite database file. */
 export class SqliteClient implements Client {
+  /**
+   * One connection per session. With two, every store commit (WAL: another connection committed) emptied the
+   * load connection's page cache, so each transaction's load join read the whole key index again (~13 MB for the
+   * bench's 500k keys: 27 × 197 pages of 64 KiB), into a second 64 MiB cache. Standard replay of 500k documents,
+   * alternated, load 15–21: sys 1.83–2.11 → 1.49–1.65 s, minor faults ~59.5k → 48–50k (docs/architecture.md).
+   */
+  readonly loadsOnStoreConnection = true;
   readonly path: string;
   readonly #busyTimeoutMs: number;
   readonly #threadAfterBytes: number | false;
