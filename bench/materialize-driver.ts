@@ -5,7 +5,8 @@
 // driver given the documents as text (its parse path: parseDocument, then packing from the value — what every
 // document took before it packed from bytes, issue 16), and JSON.parse of every line alone.
 //   npx node bench/materialize-driver.ts [--docs N] [--rounds R]
-// Prints CPU per document for a delta-updates and a standard binding, and the ratios to the peers.
+// Prints CPU per document for a delta-updates and a standard binding, and the ratios to the peers; and the same with
+// keys and values sent as JSON (jsonKeys: what the plane sends its built-in connectors) against the packed form.
 import { runMaterializeDriver, type DriverSession } from '@sluice/runtime/host';
 import type { MaterializationSpec, MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
 import { RIDES_COLUMNS } from './rides.ts';
@@ -84,14 +85,14 @@ function connector(): { session: DriverSession<MaterializeRequest, MaterializeRe
   return { session, bytes: () => bytes };
 }
 
-async function driver(data: Buffer[], delta: boolean, asText = false): Promise<number> {
+async function driver(data: Buffer[], delta: boolean, asText = false, jsonKeys = false): Promise<number> {
   const { session } = connector();
   let next = 0;
   // The parse path's input: each line as a string (decoded before the clock starts).
   const texts = asText ? data.map((d) => d.toString('utf8').split('\n').slice(0, -1)) : [];
   const c0 = process.cpuUsage();
   await runMaterializeDriver({
-    name: 'bench/to-x', spec: spec(delta), version: 'bench', session, state: {}, checkpoint: {}, maxKeys: [undefined],
+    name: 'bench/to-x', spec: spec(delta), version: 'bench', session, state: {}, checkpoint: {}, maxKeys: [undefined], jsonKeys,
     nextTransaction: async () => {
       const d = data[next++];
       if (d === undefined) return undefined;
@@ -122,16 +123,22 @@ function parseAlone(data: Buffer[]): number {
 
 const data = chunks();
 console.log(`materialize driver: ${DOCS.toLocaleString('en-US')} rides documents (${(data.reduce((a, d) => a + d.length, 0) / 1e6).toFixed(0)} MB), ${ROUNDS} round(s), best CPU of each`);
-const best = { delta: Infinity, standard: Infinity, parse: Infinity, parsePath: Infinity };
+const best = { delta: Infinity, standard: Infinity, parse: Infinity, parsePath: Infinity, deltaJson: Infinity, standardJson: Infinity };
 for (let r = 0; r < ROUNDS; r++) {
   best.parse = Math.min(best.parse, parseAlone(data));
   best.parsePath = Math.min(best.parsePath, await driver(data, true, true));
   best.delta = Math.min(best.delta, await driver(data, true));
+  best.deltaJson = Math.min(best.deltaJson, await driver(data, true, false, true));
   best.standard = Math.min(best.standard, await driver(data, false));
+  best.standardJson = Math.min(best.standardJson, await driver(data, false, false, true));
 }
 const us = (ms: number) => `${((ms * 1000) / DOCS).toFixed(2)} µs/doc`;
 console.log(`  peer: JSON.parse of each line alone           ${best.parse.toFixed(0)} ms  ${us(best.parse)}`);
 console.log(`  peer: driver, delta binding, documents parsed  ${best.parsePath.toFixed(0)} ms  ${us(best.parsePath)}`);
 for (const k of ['delta', 'standard'] as const) {
   console.log(`  driver, ${k.padEnd(8)} binding, from bytes       ${best[k].toFixed(0)} ms  ${us(best[k])}  ${(best.parsePath / best[k]).toFixed(2)}× faster than the parse path, ${(best[k] / best.parse).toFixed(2)}× JSON.parse alone`);
+}
+for (const k of ['delta', 'standard'] as const) {
+  const j = best[`${k}Json`];
+  console.log(`  driver, ${k.padEnd(8)} binding, keys and values as JSON (jsonKeys) ${j.toFixed(0)} ms  ${us(j)}  ${(best[k] / j).toFixed(2)}× the packed form's speed`);
 }

@@ -322,6 +322,7 @@ export class LocalPlane {
           try {
             await runMaterializeSession({
               name, spec, version: ctx.buildId, store: this.store, signal: ctx.signal, session,
+              jsonKeys: this.launcher.runsBuiltin(built.def.endpoint),
               onOpened: ctx.opened,
               onTransaction: (info) => {
                 ctx.committed(info.perBinding.reduce((m, b) => ({ docs: m.docs + b.docsRead, bytes: m.bytes + b.bytesRead }), { docs: 0, bytes: 0 }));

@@ -11,6 +11,10 @@ import { createPacker } from '../src/protocol/pack.ts';
 import { parseDocument, stringifyDocument } from '../src/protocol/documents.ts';
 import type { MaterializeRequest, MaterializeResponse } from '../src/protocol/materialize.ts';
 import type { CollectionSpec, JsonObject, JsonValue, MaterializationSpec } from '../src/protocol/specs.ts';
+import { MATERIALIZE_REQUESTS, MATERIALIZE_SCAN, decodeLoad, decodeStore, fastRequest } from '../src/connector/materialize.ts';
+import type { DecodedLoad, DecodedStore } from '../src/connector/types.ts';
+import { parseEnvelope } from '../src/protocol/envelope.ts';
+import { packTupleBase64 } from '../src/protocol/tuple.ts';
 
 const collection: CollectionSpec = {
   name: 'a/things',
@@ -224,6 +228,133 @@ describe('materialize driver: combine and store lines', () => {
         expectedStore(0, '', { doc: a, exists: true }), expectedStore(0, txn[1]!.text), expectedStore(0, txn[3]!.text),
       ]);
     }
+  });
+});
+
+/**
+ * A connector that decodes each load and store line as serveMaterialize does (fastRequest, else the envelope
+ * parse and decodeStore/decodeLoad; both, when both answer, must agree) and records what its transactor would get.
+ */
+function decoding(existing: Map<string, JsonValue>, bindings: number): { session: DriverSession<MaterializeRequest, MaterializeResponse>; got: unknown[] } {
+  const got: unknown[] = [];
+  const queue: MaterializeResponse[] = [];
+  let wake: (() => void) | undefined;
+  let loads: DecodedLoad[] = [];
+  let n = 0;
+  const push = (r: MaterializeResponse) => {
+    queue.push(r);
+    wake?.();
+  };
+  const onLine = (text: string) => {
+    const line = { text, line: ++n };
+    const fast = fastRequest(line, bindings);
+    const env = parseEnvelope(line, MATERIALIZE_REQUESTS, 'request', 'stdin', MATERIALIZE_SCAN);
+    if (env.variant === 'open') push({ opened: {} } as MaterializeResponse);
+    else if (env.variant === 'acknowledge') push({ acknowledged: {} } as MaterializeResponse);
+    else if (env.variant === 'load') {
+      const load = decodeLoad(env, bindings);
+      if (fast !== undefined) assert.deepStrictEqual(fast.load, load, text);
+      loads.push(load);
+      got.push({ load: { binding: load.binding, key: load.key } });
+    } else if (env.variant === 'store') {
+      const s = decodeStore(env, bindings);
+      const plain = (x: DecodedStore) => ({ binding: x.binding, key: x.key, values: x.values, exists: x.exists, delete: x.delete, docJson: x.docJson, doc: x.doc });
+      if (fast !== undefined) assert.deepStrictEqual(plain(fast.store!), plain(s), text);
+      got.push({ store: plain(s) });
+    } else if (env.variant === 'flush') {
+      for (const l of loads) {
+        const doc = existing.get(`${l.binding}:${packTupleBase64(l.key)}`);
+        if (doc !== undefined) push({ loaded: { binding: l.binding, doc } } as MaterializeResponse);
+      }
+      loads = [];
+      push({ flushed: {} } as MaterializeResponse);
+    } else if (env.variant === 'startCommit') push({ startedCommit: {} } as MaterializeResponse);
+  };
+  const text = (s: string) => {
+    for (const l of s.split('\n')) if (l !== '') onLine(l);
+  };
+  const session: DriverSession<MaterializeRequest, MaterializeResponse> = {
+    send: async (r) => text(`${stringifyDocument(r as unknown as JsonValue)}\n`),
+    sendLine: async (line) => text(line),
+    sendLines: async (bytes, written) => {
+      text(Buffer.from(bytes).toString('utf8'));
+      written(null);
+    },
+    recv: async () => {
+      while (queue.length === 0) await new Promise<void>((resolve) => { wake = resolve; });
+      return queue.shift();
+    },
+    close: async () => undefined,
+    kill: () => undefined,
+  };
+  return { session, got };
+}
+
+describe('materialize driver: keys and values as JSON (jsonKeys) reach the transactor as the packed form does', () => {
+  // Every value shape a field may hold, as values and as keys: integers beyond 2^53 and 2^64 (both signs), -0,
+  // decimals and exponents, integral doubles, strings with escapes, \u escapes, lone surrogates, NUL and non-ASCII,
+  // true/false/null, absent, objects and arrays (their text with spacing, duplicates, integer-like member names),
+  // numeric strings (`format: integer/number` fields are strings on the wire).
+  const values = [
+    '0', '-0', '-0.0', '1', '-1', '9007199254740991', '9007199254740992', '9007199254740993', '-9007199254740993',
+    '18446744073709551615', '18446744073709551616', '-18446744073709551617', '123456789012345678901234567890',
+    '1.5', '-2.25e-7', '1e2', '1E+2', '1.0', '1e20', '1e300', '1e400', '-1e400', '12345678901234567890.5', '0.1',
+    '"plain"', '""', '"São Paulo ☃ 🎉"', '"say \\"hi\\"\\n\\t\\\\ \\/"', '"\\u00e9\\u0041\\u20ac"', '"\\u0000nul"',
+    '"\\ud83c\\udf89"', '"\\ud83c alone"', '"x\\udf89"', '"12345678901234567890"', '"-1.5e3"',
+    'true', 'false', 'null', '{"b":1, "a":[1.0,9007199254740993,-0],"2":"x","1":{}}', '{"k":1,"k":2}', '[ ]', '[1,"a",[null]]', '{}',
+  ];
+  const txns: { binding: number; text: string }[][] = [[], []];
+  values.forEach((v, i) => {
+    txns[0]!.push({ binding: i % 2, text: `{"id":${v},"v":${values[(i * 7) % values.length]},"_meta":{"uuid":"${UUID}"}}` });
+    txns[0]!.push({ binding: 0, text: `{"id":"k${i}","v":${v}${i % 5 === 0 ? ',"_meta":{"op":"d"}' : ''}}` });
+    // The same keys again in the next transaction (loads below the max), one with an absent value.
+    txns[1]!.push({ binding: 0, text: i % 3 === 0 ? `{"id":"k${i}"}` : `{"id":"k${i}","v":${v},"_meta":{"uuid":"${UUID}"}}` });
+  });
+  const runBoth = async (o: { bindings: { delta?: boolean }[]; bytes: boolean | 'chunks'; reduce?: ReduceFn; existing?: Map<string, JsonValue> }) => {
+    const out: unknown[][] = [];
+    for (const jsonKeys of [false, true]) {
+      const { session, got } = decoding(o.existing ?? new Map(), o.bindings.length);
+      const lines: string[] = [];
+      const recorded: DriverSession<MaterializeRequest, MaterializeResponse> = {
+        ...session,
+        sendLines: async (bytes, written) => {
+          lines.push(...Buffer.from(bytes).toString('utf8').split('\n').filter((l) => l !== ''));
+          await session.sendLines!(bytes, written);
+        },
+      };
+      let next = 0;
+      await runMaterializeDriver({
+        name: 'a/mat', spec: spec(o.bindings), version: 't', session: recorded, state: {}, checkpoint: {}, jsonKeys,
+        maxKeys: o.bindings.map(() => Buffer.from([0xff])),
+        ...(o.reduce ? { bindingOptions: () => ({ reduce: o.reduce! }) } : {}),
+        nextTransaction: async () => {
+          const t = txns[next++];
+          if (t === undefined) return undefined;
+          const checkpoint = { sources: { j: { readThrough: String(next) } } };
+          return o.bytes === 'chunks' ? { chunks: asChunks(t), checkpoint } : { docs: o.bytes ? asBytes(t) : t, checkpoint };
+        },
+      });
+      // The form asked for is the form sent.
+      const form = lines.filter((l) => l.startsWith('{"store"') || l.startsWith('{"load"'));
+      assert.ok(form.length > 0);
+      for (const l of form) assert.equal(/^\{"(store|load)":\{("binding":\d+,)?"key":\[/.test(l), jsonKeys, l.slice(0, 80));
+      out.push(got);
+    }
+    assert.deepStrictEqual(out[1], out[0]);
+    return out[0]!;
+  };
+  for (const bytes of [true, false, 'chunks'] as const) {
+    it(`last write wins, loads and deletions (documents as ${bytes === 'chunks' ? 'chunks' : bytes ? 'bytes' : 'text'})`, async () => {
+      const existing = new Map<string, JsonValue>([[`0:${packTupleBase64(['k3'])}`, { id: 'k3', v: 1 }], [`0:${packTupleBase64([9007199254740993n])}`, { id: 1 }]]);
+      const got = await runBoth({ bindings: [{}, {}], bytes, existing });
+      assert.ok(got.length > 3 * values.length, `${got.length} requests`);
+      assert.ok(got.some((r) => (r as { store?: DecodedStore }).store?.exists === true), 'a loaded key is stored as existing');
+    });
+  }
+  it('a delta-updates binding, and a reducing one', async () => {
+    await runBoth({ bindings: [{}, { delta: true }], bytes: 'chunks' });
+    const merge: ReduceFn = (l, r) => ({ ...(l as JsonObject), ...(r as JsonObject) });
+    await runBoth({ bindings: [{}, {}], bytes: 'chunks', reduce: merge, existing: new Map<string, JsonValue>([[`0:${packTupleBase64(['k4'])}`, { id: 'k4', w: 9007199254740993n as unknown as JsonValue }]]) });
   });
 });
 

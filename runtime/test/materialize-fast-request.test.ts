@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseEnvelope } from '../src/protocol/envelope.ts';
 import { MATERIALIZE_REQUESTS, MATERIALIZE_SCAN, decodeLoad, decodeStore, fastRequest } from '../src/connector/materialize.ts';
-import { packTupleBase64 } from '../src/protocol/tuple.ts';
+import { packTupleBase64, type TupleValue } from '../src/protocol/tuple.ts';
 import type { DecodedLoad, DecodedStore } from '../src/connector/types.ts';
 
 const BINDINGS = 3;
@@ -50,6 +50,12 @@ const VALUES = packTupleBase64(['Reykjavík', 'ios-17.5.1', '50.1', 42, -7, 2 **
 const DOC = '{"ride_id":"c1df93be-499998","city":"Reykjavík","n":12345678901234567890,"e":"say \\"hi\\"\\n","_meta":{"uuid":"98b78aec-e935-11f1-8000-c9e947e380c5","a":[1,null]}}';
 const STORE = `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC}}}`;
 const LOAD = `{"load":{"keyPacked":"${KEY}"}}`;
+// The JSON form (`key`/`values`, what the plane sends its built-in connectors): the same values where JSON has them.
+const KEY_JSON = '["c1df93be-499998"]';
+const VALUES_JSON = '["Reykjavík","ios-17.5.1","50.1",42,-7,9007199254740994,100000000000000000000,1.5,null,true,false,"nul\\u0000in","🎉 ☃","say \\"hi\\"\\n\\ud800",1e2,-0,-0.0,1E-3,18446744073709551616]';
+const VALUES_JSON_TUPLE: TupleValue[] = ['Reykjavík', 'ios-17.5.1', '50.1', 42, -7, 2n ** 53n + 2n, 10n ** 20n, 1.5, null, true, false, 'nul\u0000in', '🎉 ☃', 'say "hi"\n\ufffd', 100, 0, 0, 0.001, 2n ** 64n];
+const STORE_JSON = `{"store":{"key":${KEY_JSON},"values":${VALUES_JSON},"doc":${DOC}}}`;
+const LOAD_JSON = `{"load":{"key":${KEY_JSON}}}`;
 
 describe('fastRequest: the lines the plane writes are answered, as the usual path answers them', () => {
   const answered = [
@@ -65,12 +71,35 @@ describe('fastRequest: the lines the plane writes are answered, as the usual pat
     `{"store":{"binding":1,"keyPacked":"${KEY}","valuesPacked":"","exists":true,"delete":true}}`,
     // base64url characters decode as the usual path decodes them (the same decoder).
     '{"load":{"keyPacked":"Ams_AA=="}}',
+    // The JSON form.
+    STORE_JSON, LOAD_JSON,
+    `{"store":{"key":${KEY_JSON},"values":${VALUES_JSON},"doc":${DOC},"exists":true,"delete":true}}`,
+    `{"store":{"binding":2,"key":[1,"a",null],"values":[],"doc":{}}}`,
+    `{"store":{"binding":1,"key":[${'9'.repeat(30)}],"values":["x"],"exists":true}}`,
+    `{"store":{"key":${KEY_JSON},"values":${VALUES_JSON}}}`,
+    '{"load":{"binding":2,"key":[true,false,-1.5e-300,""]}}',
   ];
   for (const text of answered) {
     it(text.slice(0, 100), () => {
       assert.equal(check(text), true);
     });
   }
+  it('the JSON form decodes to the values the packed form unpacks to', () => {
+    const fast = fastRequest({ text: STORE_JSON, line: 1 }, BINDINGS);
+    const packed = fastRequest({ text: `{"store":{"keyPacked":"${KEY}","valuesPacked":"${packTupleBase64(VALUES_JSON_TUPLE)}","doc":${DOC}}}`, line: 1 }, BINDINGS);
+    assert.ok(fast?.store !== undefined && packed?.store !== undefined);
+    assert.deepStrictEqual(fast.store.key, packed.store.key);
+    assert.deepStrictEqual(fast.store.values, packed.store.values);
+    assert.deepStrictEqual(fast.store.values, VALUES_JSON_TUPLE);
+    // Objects and arrays (left to the usual path) are the bytes of their compact JSON text, as Flow packs them.
+    const withObjects = usual(`{"store":{"key":[{"b":1, "a":[1.0,9007199254740993]}],"values":[["x",{}]],"doc":{}}}`);
+    assert.deepStrictEqual(withObjects?.store?.key, [new TextEncoder().encode('{"b":1,"a":[1,9007199254740993]}')]);
+    assert.deepStrictEqual(withObjects?.store?.values, [new TextEncoder().encode('["x",{}]')]);
+    // Integers beyond 2^53 keep their digits on the usual path too (it reads the member's text, not JSON.parse's number).
+    const big = usual('{"store":{"key":[9007199254740993],"values":[-18446744073709551617], "doc":{}}}');
+    assert.deepStrictEqual(big?.store?.key, [9007199254740993n]);
+    assert.deepStrictEqual(big?.store?.values, [-18446744073709551617n]);
+  });
   it('the store doc is its text, its integers exact when parsed', () => {
     const fast = fastRequest({ text: STORE, line: 1 }, BINDINGS);
     assert.equal(fast?.store?.docJson, DOC);
@@ -87,7 +116,24 @@ describe('fastRequest: lines it declines (the usual path answers or reports them
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC} }}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc": ${DOC}}}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC} ,"exists":true}}`,
-    `{"store":{"key":["a"],"values":[1],"doc":${DOC}}}`,
+    `{"store":{"values":[1],"key":["a"],"doc":${DOC}}}`,
+    `{"store":{"key":["a"], "values":[1],"doc":${DOC}}}`,
+    `{"store":{"key":[ "a"],"values":[1],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[1 ],"doc":${DOC}}}`,
+    `{"store":{"key":[],"values":[1],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[{"o":1}],"doc":${DOC}}}`,
+    `{"store":{"key":[["a"]],"values":[1],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[01],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[1.],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":["\\x"],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":["tab\there"],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[tru],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[1,],"doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":[1],"keyPacked":"FQE=","doc":${DOC}}}`,
+    `{"store":{"key":["a"],"values":"x","doc":${DOC}}}`,
+    '{"load":{"key":["a"],"keyPacked":"FQE="}}', '{"load":{"key":[]}}', '{"load":{"key":["a"] }}', '{"load":{"key":{"a":1}}}',
+    '{"load":{"binding":3,"key":["a"]}}', '{"load":{"key":[{"a":1}]}}',
     `{"store":{"keyPacked":"${KEY}","doc":${DOC}}}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","exists":true,"exists":true}}`,
     `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","x":1}}`,
@@ -133,6 +179,7 @@ describe('fastRequest: random variations agree with the usual path', () => {
     const bases = [
       STORE, LOAD, `{"store":{"keyPacked":"${KEY}","valuesPacked":"${VALUES}","exists":true}}`, `{"store":{"binding":1,"keyPacked":"${KEY}","valuesPacked":"${VALUES}","doc":${DOC},"exists":true,"delete":false}}`,
       '{"load":{"binding":2,"keyPacked":"FQE="}}', '{"store":{"keyPacked":"FQE=","valuesPacked":"AmEAFQU=","doc":{"a":[1,"x]"]},"exists":true}}',
+      STORE_JSON, LOAD_JSON, `{"store":{"binding":1,"key":[1,"a\\"b"],"values":${VALUES_JSON},"exists":true}}`, '{"load":{"binding":2,"key":[-12.5e3,null]}}',
     ];
     let answered = 0;
     let total = 0;

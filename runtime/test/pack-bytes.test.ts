@@ -9,6 +9,8 @@ import { parseDocument } from '../src/protocol/documents.ts';
 import { isDeletion } from '../src/host/materialize-driver.ts';
 import type { CollectionSpec, FieldSelection } from '../src/protocol/specs.ts';
 import { uuidMillis, uuidMillisOfBytes } from '../src/protocol/uuid.ts';
+import { ByteSink, unpackTuple, type TupleValue } from '../src/protocol/tuple.ts';
+import { parseJsonTuple, scanJsonTuple } from '../src/protocol/json-values.ts';
 
 const collection: CollectionSpec = {
   name: 'a/things',
@@ -57,6 +59,31 @@ function compare(text: string, sel: FieldSelection = selection, shared?: BytePac
   assert.deepEqual(Buffer.from(bp.key.buf.subarray(0, bp.key.len)).toString('hex'), p.keyBytes(doc).toString('hex'), `key of ${text}`);
   assert.deepEqual(Buffer.from(bp.values.buf.subarray(0, bp.values.len)).toString('hex'), Buffer.from(p.valuesView(doc)).toString('hex'), `values of ${text}`);
   assert.equal(bp.deletion, isDeletion(doc), `deletion of ${text}`);
+  // The JSON form (`key`/`values`, json-values.ts) decodes to exactly what the packed form unpacks to, both
+  // from the bytes (jsonInto) and from the parse path (keyJson/valuesJson); the connector's fast scan of the
+  // arrays, where it takes them, agrees with their parse.
+  const key = unpackTuple(p.keyBytes(doc));
+  const values = unpackTuple(p.valuesView(doc));
+  const out = new ByteSink();
+  assert.equal(bp.jsonInto(buf, 8, 8 + bytes.length, out), true, `jsonInto takes what pack takes: ${text}`);
+  assert.equal(Buffer.from(bp.key.buf.subarray(0, bp.key.len)).toString('hex'), p.keyBytes(doc).toString('hex'), `jsonInto packs the key of ${text}`);
+  assert.equal(bp.deletion, isDeletion(doc), `deletion (JSON form) of ${text}`);
+  const json = out.buf.toString('utf8', 0, out.len);
+  const keyJson = out.buf.toString('utf8', 0, bp.jsonKeyLen);
+  const valuesJson = json.slice(keyJson.length);
+  assert.equal(keyJson + valuesJson, json, `the key's JSON ends on a character boundary: ${json}`);
+  for (const [form, k, v] of [['bytes', keyJson, valuesJson], ['parse', p.keyJson(doc), p.valuesJson(doc)]] as const) {
+    assert.deepStrictEqual(parseJsonTuple(k), key, `key (JSON from ${form}: ${k}) of ${text}`);
+    assert.deepStrictEqual(parseJsonTuple(v), values, `values (JSON from ${form}: ${v}) of ${text}`);
+    for (const [arr, expected] of [[k, key], [v, values]] as const) {
+      const scanned: TupleValue[] = [];
+      const end = scanJsonTuple(`x${arr}y`, 1, scanned);
+      if (end >= 0) {
+        assert.equal(end, arr.length + 1, `the scan ends after the array: ${arr}`);
+        assert.deepStrictEqual(scanned, expected, `the scan of ${arr} (from ${form}) of ${text}`);
+      }
+    }
+  }
   return true;
 }
 

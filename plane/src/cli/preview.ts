@@ -192,6 +192,7 @@ export async function previewCommand(argv: string[], out: Out = (l) => process.s
             if (s === 0 && sources.length > 0) { held = sources; stop.abort(); }
           },
           session: launcher.materialize(def.endpoint, def.name),
+          jsonKeys: launcher.runsBuiltin(def.endpoint),
           onState: (update) => { if (values['output-state']) out(JSON.stringify(['connectorState', update])); },
           nextBatch: async () => {
             if (next >= last) return false;

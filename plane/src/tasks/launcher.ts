@@ -80,6 +80,18 @@ export class Launcher {
     }
   }
 
+  /**
+   * True when the endpoint runs one of this repo's connectors as a process (the `sqlite` endpoint, or an image
+   * that names a built-in with no container engine): its runtime reads `key`/`values` as JSON exactly as it reads
+   * the packed tuples, so the materialize driver may send that cheaper form (MaterializeDriverOptions.jsonKeys).
+   * A `local` command and a container may be anything (upstream's images read only the packed fields).
+   */
+  runsBuiltin(endpoint: EndpointRef): boolean {
+    if (endpoint.kind === 'sqlite') return true;
+    if (endpoint.kind === 'local' || this.options.containerEngine !== undefined) return false;
+    return builtinForImage(endpoint.image) !== undefined;
+  }
+
   #takeSpare(target: ConnectorTarget, protocol: Protocol, task: string): SpareConnector | undefined {
     const key = this.#spareKey(target, protocol, task);
     const list = this.#spares.get(key);

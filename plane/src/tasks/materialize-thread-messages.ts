@@ -41,6 +41,8 @@ export interface ThreadStart {
   /** Per binding: the persisted largest stored key (bytes), if any. */
   maxKeys: (Uint8Array | undefined)[];
   bindings: ThreadBinding[];
+  /** Keys and values as JSON (MaterializeDriverOptions.jsonKeys). */
+  jsonKeys?: boolean;
 }
 
 /** The driver's callbacks, run on the main thread (they touch the journal store). */

@@ -98,6 +98,7 @@ async function run(s: ThreadStart): Promise<void> {
   });
   await runMaterializeDriver({
     name: s.name, spec: s.spec, version: s.version, session, state: s.state, checkpoint: s.checkpoint,
+    ...(s.jsonKeys === true ? { jsonKeys: true } : {}),
     maxKeys: s.maxKeys.map((k) => (k === undefined ? undefined : Buffer.from(k.buffer, k.byteOffset, k.byteLength))),
     bindingOptions: (i) => options[i] ?? {},
     onOpened: async (opened) => { await call('opened', opened); },

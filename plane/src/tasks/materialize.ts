@@ -54,6 +54,11 @@ export interface MaterializeSessionOptions {
   onTransaction?: (info: MaterializeTransactionInfo) => void;
   /** Connector state updates as they are committed (preview's --output-state). */
   onState?: (update: ConnectorState) => void;
+  /**
+   * Send keys and values as JSON (`key`/`values`, MaterializeDriverOptions.jsonKeys): only for a built-in connector
+   * run as a process (Launcher.runsBuiltin); a container or `local` command gets the packed form Flow sends.
+   */
+  jsonKeys?: boolean;
 }
 
 /**
@@ -374,6 +379,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
   if ('inThread' in session) {
     await runInThread(session, {
       name, target: session.target, spec: driverSpec, version: opts.version, state: connectorState as JsonObject, checkpoint, maxKeys,
+      ...(opts.jsonKeys === true ? { jsonKeys: true } : {}),
       bindings: bindings.map((b, i) => {
         const schema = (spec.bindings ?? [])[i]!.collection;
         return { ...(b.lastWriteWins ? {} : { reduceSchema: schema.readSchema ?? schema.writeSchema ?? true }), ...(b.window ? { window: b.window } : {}) };
@@ -383,6 +389,7 @@ export async function runMaterializeSession(opts: MaterializeSessionOptions): Pr
   }
   await runMaterializeDriver({
     name, spec: driverSpec, version: opts.version, session, state: connectorState as JsonObject, checkpoint, maxKeys,
+    ...(opts.jsonKeys === true ? { jsonKeys: true } : {}),
     bindingOptions: (i) => {
       const b = bindings[i]!;
       return { ...(b.lastWriteWins ? {} : { reduce: (l: JsonValue, r: JsonValue) => b.reducer.reduce(l, r) }), ...(b.window ? { window: b.window } : {}) };

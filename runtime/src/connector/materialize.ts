@@ -2,7 +2,7 @@
 // Per transaction: acknowledge → acknowledged, load…, flush → loaded… flushed, store…,
 // startCommit → startedCommit. EOF right after an acknowledge (before any load) is a clean stop.
 import { ProtocolError } from '../errors.ts';
-import { parseDocument } from '../protocol/documents.ts';
+import { hasLongDigits, parseDocument } from '../protocol/documents.ts';
 import { type Envelope, rawBodyMemberText } from '../protocol/envelope.ts';
 import type { ScanOptions } from '../protocol/envelope-scan.ts';
 import { isJsonObjectText } from '../protocol/json-check.ts';
@@ -13,8 +13,9 @@ import type {
   MaterializeValidatedBinding, StateResponse, StoreRequest,
 } from '../protocol/materialize.ts';
 import { PROTOCOL_VERSION } from '../protocol/specs.ts';
-import type { ConnectorState, JsonObject, JsonValue, MaterializationSpec } from '../protocol/specs.ts';
+import type { ConnectorState, JsonObject, MaterializationSpec } from '../protocol/specs.ts';
 import { type TupleValue, unpackTupleBase64 } from '../protocol/tuple.ts';
+import { parseJsonTuple, scanJsonTuple, tupleOfJson } from '../protocol/json-values.ts';
 import { AsyncQueue } from './async-queue.ts';
 import { ConnectorSchemas } from './config.ts';
 import {
@@ -81,12 +82,14 @@ function encodeOpened(opened: MaterializeOpenedResponse | undefined): JsonObject
   return out;
 }
 
-/** JSON `key`/`values` fallback: objects and arrays become bytes of their JSON text, as Flow packs them. */
-function jsonToTuple(values: JsonValue[]): TupleValue[] {
-  return values.map((v) => (typeof v === 'object' && v !== null ? new TextEncoder().encode(JSON.stringify(v)) : v));
-}
-
-function decodeTuple(packed: unknown, json: unknown, what: string, required: boolean): TupleValue[] {
+/**
+ * A request's key or values: `keyPacked`/`valuesPacked` (a packed tuple, what Flow's runtime sends) when present,
+ * else `key`/`values` (JSON arrays, Flow's key_json/values_json: what the local plane sends its built-in
+ * connectors), decoded to exactly the tuple values packing gives (json-values.ts). The JSON member is read from
+ * the line's text when it has it, so integers beyond ±2^53 keep their digits (the envelope's JSON.parse rounds them).
+ */
+function decodeTuple(request: Envelope, packedName: string, jsonName: string, what: string, required: boolean): TupleValue[] {
+  const packed = request.body[packedName];
   if (typeof packed === 'string' && packed !== '') {
     try {
       return unpackTupleBase64(packed);
@@ -94,8 +97,18 @@ function decodeTuple(packed: unknown, json: unknown, what: string, required: boo
       throw new ProtocolError(`${what}: ${(err as Error).message}`, { cause: err });
     }
   }
-  if (Array.isArray(json) && json.length > 0) return jsonToTuple(json as JsonValue[]);
-  if (required) throw new ProtocolError(`${what} has neither keyPacked nor key`);
+  const json = request.body[jsonName];
+  if (Array.isArray(json) && (json.length > 0 || !required)) {
+    const raw = request.text !== undefined ? rawBodyMemberText(request.text, request.variant, jsonName) : undefined;
+    if (raw === undefined) return json.map((v) => tupleOfJson(v));
+    try {
+      return parseJsonTuple(raw);
+    } catch (err) {
+      throw new ProtocolError(`${what}: ${jsonName}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+  if (json !== undefined && !Array.isArray(json)) throw new ProtocolError(`${what}: ${jsonName} must be a JSON array`);
+  if (required) throw new ProtocolError(`${what} has neither ${packedName} nor ${jsonName}`);
   return [];
 }
 
@@ -103,7 +116,7 @@ export function decodeLoad(request: Envelope, bindingCount: number): DecodedLoad
   const body = request.body as LoadRequest;
   const what = `"load" request (line ${request.line})`;
   const binding = checkBindingIndex(body.binding, bindingCount, what);
-  return { binding, key: decodeTuple(body.keyPacked, body.key, what, true), keyPacked: body.keyPacked ?? '' };
+  return { binding, key: decodeTuple(request, 'keyPacked', 'key', what, true), keyPacked: body.keyPacked ?? '' };
 }
 
 /**
@@ -195,6 +208,26 @@ function keyAt(text: string, at: number, bindingCount: number): { binding: numbe
   return { binding, packed: k.packed, end: k.end };
 }
 
+/**
+ * The JSON form's head from `at` (just inside its variant's object): `"binding":N,` when present, then
+ * `"key":[…]` with at least one element read by scanJsonTuple; `end` is after its `]`.
+ */
+function jsonKeyAt(text: string, at: number, bindingCount: number): { binding: number; key: TupleValue[]; end: number } | undefined {
+  let pos = at;
+  let binding = 0;
+  if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
+    const b = bindingAt(text, pos);
+    if (b === undefined) return undefined;
+    binding = b.binding;
+    pos = b.next;
+  }
+  if (binding >= bindingCount || !text.startsWith('"key":', pos)) return undefined;
+  const key: TupleValue[] = [];
+  const end = scanJsonTuple(text, pos + 6, key);
+  if (end < 0 || key.length === 0) return undefined;
+  return { binding, key, end };
+}
+
 /** A packed tuple that decodes cleanly, or undefined: the usual parse then reports what is wrong with it. */
 function tupleOrUndefined(packed: string): TupleValue[] | undefined {
   if (packed === '') return [];
@@ -208,27 +241,48 @@ function tupleOrUndefined(packed: string): TupleValue[] | undefined {
 /**
  * The session's fast path for store and load lines (RequestReader.fast), as the plane (and Flow's runtime) writes
  * them: `{"store":{["binding":N,]"keyPacked":"…","valuesPacked":"…"[,"doc":{…}][,"exists":B][,"delete":B]}}` and
- * `{"load":{["binding":N,]"keyPacked":"…"}}`, members in that order, no whitespace. The request is decoded
+ * `{"load":{["binding":N,]"keyPacked":"…"}}`, members in that order, no whitespace — or, as the plane writes them
+ * for its built-in connectors, `"key":[…],"values":[…]` in place of the packed members, arrays of scalars without
+ * whitespace read by scanJsonTuple (each element checked by its grammar, decoded as packing it would). The request is decoded
  * straight from the line: no envelope body, no JSON.parse, one grammar check of `doc` (json-check.ts). Why the
  * answer is the envelope parse's: the base64 strings decode cleanly only when every character is in the base64
  * alphabet (unpackTupleBase64 checks the decoded length), so they hold no `"`, `\` or control character and the
  * JSON string's value is its text; `doc` is checked to be exactly one JSON object; the literals around it are
- * matched exactly. Anything else (another order, whitespace, `key`/`values` as JSON, a deeper `doc`, a tuple
- * that does not decode, a binding out of range) returns undefined: the usual parse runs and reports its errors.
+ * matched exactly. Anything else (another order, whitespace, an object or array in `key`/`values`, a deeper `doc`,
+ * a tuple that does not decode, a binding out of range) returns undefined: the usual parse runs and reports its errors.
  */
 export function fastRequest(line: Line, bindingCount: number): DecodedRequest | undefined {
   const text = line.text;
   const c = text.charCodeAt(2);
   if (c === 0x73 /* s */) {
-    // `{"store":{` [`"binding":N,`] `"keyPacked":"…","valuesPacked":"…"` [`,"doc":`]
+    // `{"store":{` [`"binding":N,`] `"keyPacked":"…","valuesPacked":"…"` [`,"doc":`], or the JSON form
+    // `"key":[…],"values":[…]` in their place.
     if (!text.startsWith('{"store":{', 0)) return undefined;
-    const k = keyAt(text, 10, bindingCount);
-    if (k === undefined || !text.startsWith('","valuesPacked":"', k.end)) return undefined;
-    const binding = k.binding;
-    const v = packedAt(text, k.end + 18);
-    if (v === undefined) return undefined;
-    const withDoc = text.startsWith(',"doc":', v.end + 1);
-    const head = v.end + 1 + (withDoc ? 7 : 0);
+    let binding: number;
+    let keyPacked = '';
+    let valuesPacked = '';
+    let decoded: { key: TupleValue[]; values: TupleValue[] } | undefined;
+    let afterValues: number;
+    const jk = jsonKeyAt(text, 10, bindingCount);
+    if (jk !== undefined) {
+      if (!text.startsWith(',"values":', jk.end)) return undefined;
+      const values: TupleValue[] = [];
+      afterValues = scanJsonTuple(text, jk.end + 10, values);
+      if (afterValues < 0) return undefined;
+      binding = jk.binding;
+      decoded = { key: jk.key, values };
+    } else {
+      const k = keyAt(text, 10, bindingCount);
+      if (k === undefined || !text.startsWith('","valuesPacked":"', k.end)) return undefined;
+      const v = packedAt(text, k.end + 18);
+      if (v === undefined) return undefined;
+      binding = k.binding;
+      keyPacked = k.packed;
+      valuesPacked = v.packed;
+      afterValues = v.end + 1;
+    }
+    const withDoc = text.startsWith(',"doc":', afterValues);
+    const head = afterValues + (withDoc ? 7 : 0);
     // The members after `doc`, from the end: `}}`, then at most `,"delete":B` and before it `,"exists":B`.
     let end = text.length - 2;
     if (!text.startsWith('}}', end)) return undefined;
@@ -242,12 +296,11 @@ export function fastRequest(line: Line, bindingCount: number): DecodedRequest | 
       exists = true;
       end -= 14;
     } else if (text.endsWith(',"exists":false', end)) end -= 15;
-    const keyPacked = k.packed;
     if (!withDoc) {
       // No document (none selected): nothing may be left between the values and the tail.
       if (end !== head) return undefined;
-      const key = tupleOrUndefined(keyPacked);
-      const values = tupleOrUndefined(v.packed);
+      const key = decoded?.key ?? tupleOrUndefined(keyPacked);
+      const values = decoded?.values ?? tupleOrUndefined(valuesPacked);
       if (key === undefined || values === undefined) return undefined;
       return { variant: 'store', body: EMPTY_BODY, line: line.line, store: { binding, key, values, keyPacked, exists, delete: del } };
     }
@@ -255,14 +308,19 @@ export function fastRequest(line: Line, bindingCount: number): DecodedRequest | 
     if (text.charCodeAt(head) !== 0x7b || text.charCodeAt(end - 1) !== 0x7d) return undefined;
     const docJson = text.slice(head, end);
     if (!isJsonObjectText(docJson)) return undefined;
-    const key = tupleOrUndefined(keyPacked);
-    const values = tupleOrUndefined(v.packed);
+    const key = decoded?.key ?? tupleOrUndefined(keyPacked);
+    const values = decoded?.values ?? tupleOrUndefined(valuesPacked);
     if (key === undefined || values === undefined) return undefined;
     return { variant: 'store', body: EMPTY_BODY, line: line.line, store: new StoreWithDocText(binding, key, values, keyPacked, exists, del, docJson) };
   }
   if (c === 0x6c /* l */) {
-    // `{"load":{` [`"binding":N,`] `"keyPacked":"…"}}` and nothing else.
+    // `{"load":{` [`"binding":N,`] `"keyPacked":"…"}}` (or `"key":[…]}}`) and nothing else.
     if (!text.startsWith('{"load":{', 0)) return undefined;
+    if (text.endsWith(']}}')) {
+      const k = jsonKeyAt(text, 9, bindingCount);
+      if (k === undefined || k.end + 2 !== text.length) return undefined;
+      return { variant: 'load', body: EMPTY_BODY, line: line.line, load: { binding: k.binding, key: k.key, keyPacked: '' } };
+    }
     const k = keyAt(text, 9, bindingCount);
     if (k === undefined || k.end + 3 !== text.length || !text.endsWith('}}')) return undefined;
     const keyPacked = k.packed;
@@ -280,8 +338,8 @@ export function decodeStore(request: Envelope, bindingCount: number): DecodedSto
   const body = request.body as StoreRequest;
   const what = `"store" request (line ${request.line})`;
   const binding = checkBindingIndex(body.binding, bindingCount, what);
-  const key = decodeTuple(body.keyPacked, body.key, what, true);
-  const values = decodeTuple(body.valuesPacked, body.values, what, false);
+  const key = decodeTuple(request, 'keyPacked', 'key', what, true);
+  const values = decodeTuple(request, 'valuesPacked', 'values', what, false);
   if (request.raw?.unparsed === true && request.raw.member === 'doc') {
     return new StoreWithDocText(binding, key, values, body.keyPacked ?? '', body.exists === true, body.delete === true, request.raw.text);
   }
@@ -297,11 +355,11 @@ export function decodeStore(request: Envelope, bindingCount: number): DecodedSto
     if (!isPlainObject(body.doc)) throw new ProtocolError(`${what}: doc must be a JSON object`);
     out.doc = body.doc;
     // The fast path (scanEnvelope) already sliced the document's text out; otherwise find it in the line.
-    if (request.raw?.member === 'doc') {
-      out.docJson = request.raw.text;
-    } else if (request.text !== undefined) {
-      const raw = rawBodyMemberText(request.text, 'store', 'doc');
-      if (raw !== undefined) out.docJson = raw;
+    const raw = request.raw?.member === 'doc' ? request.raw.text : request.text !== undefined ? rawBodyMemberText(request.text, 'store', 'doc') : undefined;
+    if (raw !== undefined) {
+      // JSON.parse rounded any integer beyond ±2^53 in `doc`: then it is parsed again from its text, exactly, on first use.
+      if (hasLongDigits(raw)) return new StoreWithDocText(binding, key, values, out.keyPacked, out.exists, out.delete, raw);
+      out.docJson = raw;
     }
   }
   return out;

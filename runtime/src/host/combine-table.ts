@@ -54,6 +54,11 @@ export class CombineTable {
   /** Last-write-wins: the packed values in the arena [valuesAt, valuesEnd). */
   valuesAt = new Int32Array(1024);
   valuesEnd = new Int32Array(1024);
+  /**
+   * The JSON form (MaterializeDriverOptions.jsonKeys): [valuesAt, valuesEnd) holds the key's JSON array, then the
+   * values' (a reducing binding's: the key's alone); the first ends here.
+   */
+  keyJsonEnd = new Int32Array(1024);
   /** The document's bytes: chunk `src` (an index into the transaction's chunks, -1 for none), [start, end). */
   src = new Int32Array(1024);
   start = new Int32Array(1024);
@@ -119,6 +124,7 @@ export class CombineTable {
       this.keyLen = grow(this.keyLen, size);
       this.valuesAt = grow(this.valuesAt, size);
       this.valuesEnd = grow(this.valuesEnd, size);
+      this.keyJsonEnd = grow(this.keyJsonEnd, size);
       this.src = grow(this.src, size);
       this.start = grow(this.start, size);
       this.end = grow(this.end, size);

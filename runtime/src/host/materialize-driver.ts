@@ -99,6 +99,14 @@ export interface MaterializeDriverOptions {
   session: DriverSession<MaterializeRequest, MaterializeResponse>;
   /** The last committed connector state. */
   state: JsonObject;
+  /**
+   * Send `load`/`store` keys and values as JSON arrays (`key`, `values`: Flow's key_json/values_json) built from
+   * slices of the documents' bytes, instead of packed tuples (`keyPacked`, `valuesPacked`). Only for connectors
+   * whose runtime reads that form exactly as it reads the packed one (this runtime's serveMaterialize: the
+   * plane's built-in connectors); Flow's own runtime sends the packed form, and the upstream connectors read only
+   * it. Keys are still packed internally (combining and the load optimization compare tuple bytes).
+   */
+  jsonKeys?: boolean;
   /** The caller's own committed checkpoint (used unless the connector returns one in `opened`). */
   checkpoint: RuntimeCheckpoint;
   /** Per binding (by index): the largest key ever stored, persisted; undefined when none was persisted. */
@@ -166,8 +174,17 @@ class LineOut {
   }
 
   bytes(src: Buffer, start: number, end: number): void {
-    this.ensure(end - start);
-    this.len += src.copy(this.buf, this.len, start, end);
+    const n = end - start;
+    this.ensure(n);
+    if (n > 64) {
+      this.len += src.copy(this.buf, this.len, start, end);
+      return;
+    }
+    // A short slice (a key's or values' JSON): copied by a loop, Buffer#copy's argument handling costs more.
+    const b = this.buf;
+    let at = this.len;
+    for (let i = start; i < end; i++) b[at++] = src[i]!;
+    this.len = at;
   }
 
   base64(src: Uint8Array, start: number, end: number): void {
@@ -209,8 +226,10 @@ interface Plan {
   window: DriverBindingOptions['window'];
   uuidAt: ((doc: JsonValue | undefined) => JsonValue | undefined) | undefined;
   prefix: string;
-  /** A load line up to its key: `{"load":{"binding":N,"keyPacked":"`. */
+  /** A load line up to its key: `{"load":{"binding":N,"keyPacked":"` (JSON form: `…"key":`). */
   loadHead: string;
+  /** A store line up to its key, as loadHead. */
+  storeHead: string;
 }
 
 /** True when a document is a deletion (Flow: `_meta/op` is "d"). */
@@ -236,6 +255,7 @@ function variantOf(res: object): string {
 export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise<void> {
   const { session, name } = o;
   const specBindings = o.spec.bindings ?? [];
+  const json = o.jsonKeys === true;
   const plans: Plan[] = specBindings.map((b, index) => {
     const extra = o.bindingOptions?.(index) ?? {};
     return {
@@ -248,7 +268,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       window: extra.window,
       uuidAt: extra.window ? pointerResolver(extra.window.uuidPtr) : undefined,
       prefix: index === 0 ? '' : `"binding":${index},`,
-      loadHead: `{"load":{${index === 0 ? '' : `"binding":${index},`}"keyPacked":"`,
+      loadHead: `{"load":{${index === 0 ? '' : `"binding":${index},`}${json ? '"key":' : '"keyPacked":"'}`,
+      storeHead: `{"store":{${index === 0 ? '' : `"binding":${index},`}${json ? '"key":' : '"keyPacked":"'}`,
     };
   });
   const recv = async (awaiting: string): Promise<MaterializeResponse> => {
@@ -334,8 +355,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       let e: number;
       let isNew = false;
       const valuesAt = arena!.len;
-      if (bp !== undefined && data !== undefined && bp.packInto(data, start, end, arena!)) {
-        // The fast path: key and values packed from the document's bytes (the values straight into the arena).
+      if (bp !== undefined && data !== undefined && (json ? bp.jsonInto(data, start, end, arena!) : bp.packInto(data, start, end, arena!))) {
+        // The fast path: key and values packed (or their JSON written) from the document's bytes, straight into the arena.
         const valuesEnd = arena!.len;
         e = table.find(bp.key.buf, bp.key.len);
         if (e < 0) {
@@ -344,6 +365,7 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         }
         table.valuesAt[e] = valuesAt;
         table.valuesEnd[e] = valuesEnd;
+        if (json) table.keyJsonEnd[e] = valuesAt + bp.jsonKeyLen;
         table.flags[e] = (table.flags[e]! & ~DELETION) | (bp.deletion ? DELETION : 0);
         table.src[e] = src;
         table.start[e] = start;
@@ -362,8 +384,15 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
           isNew = true;
         }
         if (plan.reduce === undefined) {
-          const packed = plan.packer.valuesView(value);
-          table.valuesAt[e] = arena!.add(packed, 0, packed.length);
+          if (json) {
+            table.valuesAt[e] = arena!.len;
+            arena!.pushUtf8(plan.packer.keyJson(value));
+            table.keyJsonEnd[e] = arena!.len;
+            arena!.pushUtf8(plan.packer.valuesJson(value));
+          } else {
+            const packed = plan.packer.valuesView(value);
+            table.valuesAt[e] = arena!.add(packed, 0, packed.length);
+          }
           table.valuesEnd[e] = arena!.len;
           table.flags[e] = (table.flags[e]! & ~DELETION) | (isDeletion(value) ? DELETION : 0);
           table.src[e] = data !== undefined ? src : -1;
@@ -371,6 +400,12 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
           table.end[e] = end;
           table.texts[e] = data !== undefined ? undefined : text;
         } else if (isNew) {
+          if (json) {
+            // The key's JSON for its load and store (the values are written from the combined document).
+            table.valuesAt[e] = arena!.len;
+            arena!.pushUtf8(plan.packer.keyJson(value));
+            table.keyJsonEnd[e] = table.valuesEnd[e] = arena!.len;
+          }
           table.docs[e] = value;
           table.src[e] = data !== undefined ? src : -1;
           table.start[e] = start;
@@ -428,6 +463,11 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
   /** Writes a load line for entry e of a binding's table (sent with loadsOut's next flush). */
   const writeLoad = (binding: number, table: CombineTable, e: number): void => {
     loadsOut.ascii(plans[binding]!.loadHead);
+    if (json) {
+      loadsOut.bytes(table.arena.buf, table.valuesAt[e]!, table.keyJsonEnd[e]!);
+      loadsOut.ascii('}}\n');
+      return;
+    }
     const at = table.keyAt[e]!;
     loadsOut.base64(table.arena.buf, at, at + table.keyLen[e]!);
     loadsOut.ascii('"}}\n');
@@ -517,20 +557,28 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
         const table = tables[plan.index]!;
         const a = table.arena.buf;
         const lww = plan.reduce === undefined;
-        const head = `{"store":{${plan.prefix}"keyPacked":"`;
+        const head = plan.storeHead;
         for (let e = 0; e < table.count; e++) {
           const flags = table.flags[e]!;
           out.ascii(head);
-          const keyAt = table.keyAt[e]!;
-          out.base64(a, keyAt, keyAt + table.keyLen[e]!);
-          out.ascii('","valuesPacked":"');
-          if (lww) {
-            out.base64(a, table.valuesAt[e]!, table.valuesEnd[e]!);
+          if (json) {
+            const keyEnd = table.keyJsonEnd[e]!;
+            out.bytes(a, table.valuesAt[e]!, keyEnd);
+            out.ascii(',"values":');
+            if (lww) out.bytes(a, keyEnd, table.valuesEnd[e]!);
+            else out.utf8(plan.packer.valuesJson(table.docs[e]!));
           } else {
-            const packed = plan.packer.valuesView(table.docs[e]!);
-            out.base64(packed, 0, packed.length);
+            const keyAt = table.keyAt[e]!;
+            out.base64(a, keyAt, keyAt + table.keyLen[e]!);
+            out.ascii('","valuesPacked":"');
+            if (lww) {
+              out.base64(a, table.valuesAt[e]!, table.valuesEnd[e]!);
+            } else {
+              const packed = plan.packer.valuesView(table.docs[e]!);
+              out.base64(packed, 0, packed.length);
+            }
+            out.ascii('"');
           }
-          out.ascii('"');
           if (plan.hasDocument) {
             out.ascii(',"doc":');
             const text = table.texts[e];

@@ -8,6 +8,8 @@
 // deeper than MAX_DEPTH. The caller then takes the parse path, which also reports errors as it always did.
 // Rare values take a slow step of their own (decimals and exponents through Number, integers of 16 or
 // more digits through BigInt, objects and arrays through parseDocument + stringifyDocument of their text).
+// The same scan also writes the fields as JSON arrays (jsonInto: Flow's `key`/`values`, json-values.ts), each
+// element its slice of the document's bytes — what the plane sends its built-in connectors.
 import { parseDocument, stringifyDocument } from './documents.ts';
 import { parsePointer } from './json-pointer.ts';
 import type { CollectionSpec, FieldSelection, Projection } from './specs.ts';
@@ -28,6 +30,15 @@ export interface BytePacker {
    * afterwards); on false, `values` may hold a part of them past its length before the call.
    */
   packInto(buf: Uint8Array, start: number, end: number, values: ByteSink): boolean;
+  /**
+   * The JSON form (json-values.ts): packs the key into `key` (the combine table keys on it) and appends to `out`
+   * the key's and the values' JSON arrays back to back, `[…][…]`, each element its slice of the document's bytes
+   * (a string with its quotes and escapes, a number's digits, an object's text) or `null` for an absent field;
+   * `jsonKeyLen` is then the first array's length. Returns false as packInto() does.
+   */
+  jsonInto(buf: Uint8Array, start: number, end: number, out: ByteSink): boolean;
+  /** After a successful jsonInto(): the length of the key's JSON array. */
+  jsonKeyLen: number;
   readonly key: ByteSink;
   readonly values: ByteSink;
   /** After a successful pack(): the document is a deletion (`_meta/op` is "d"). */
@@ -161,17 +172,111 @@ class Scanner implements BytePacker {
   }
 
   packInto(buf: Uint8Array, start: number, end: number, values: ByteSink): boolean {
+    if (!this.#scan(buf, start, end)) return false;
+    this.key.len = 0;
+    if (!this.#pack(this.#keys, this.key) || !this.#pack(this.#values, values)) return false;
+    this.deletion = this.#isD(this.#opSlot);
+    return true;
+  }
+
+  jsonKeyLen = 0;
+
+  jsonInto(buf: Uint8Array, start: number, end: number, out: ByteSink): boolean {
+    if (!this.#scan(buf, start, end)) return false;
+    this.key.len = 0;
+    if (!this.#pack(this.#keys, this.key)) return false;
+    const at = out.len;
+    this.#json(this.#keys, out);
+    this.jsonKeyLen = out.len - at;
+    this.#json(this.#values, out);
+    this.deletion = this.#isD(this.#opSlot);
+    return true;
+  }
+
+  /** Scans the document buf[start, end), recording the selected fields' slots; false when it must be parsed instead. */
+  #scan(buf: Uint8Array, start: number, end: number): boolean {
     this.#buf = buf;
     this.#limit = end;
     this.#kind.fill(MISSING);
     let i = this.#ws(start);
     if (i >= end || buf[i] !== 0x7b) return false;
     i = this.#object(i, this.#root, 0);
-    if (i < 0 || this.#ws(i) !== end) return false;
-    this.key.len = 0;
-    if (!this.#pack(this.#keys, this.key) || !this.#pack(this.#values, values)) return false;
-    this.deletion = this.#isD(this.#opSlot);
-    return true;
+    return i >= 0 && this.#ws(i) === end;
+  }
+
+  /** Appends the fields as a JSON array of their texts (json-values.ts decodes it as #pack's tuple unpacks). */
+  #json(plans: FieldPlan[], out: ByteSink): void {
+    out.ensure(2 + plans.length);
+    out.buf[out.len++] = 0x5b;
+    for (let f = 0; f < plans.length; f++) {
+      if (f > 0) {
+        out.ensure(1);
+        out.buf[out.len++] = 0x2c;
+      }
+      const plan = plans[f]!;
+      const slot = plan.slot;
+      const kind = this.#kind[slot]!;
+      let s = this.#start[slot]!;
+      let e = this.#end[slot]!;
+      if (plan.kind === PUBLISHED_AT) {
+        const text = this.#publishedAtJson(kind, s, e);
+        out.ensure(text.length);
+        const o = out.buf;
+        let at = out.len;
+        for (let j = 0; j < text.length; j++) o[at++] = text.charCodeAt(j);
+        out.len = at;
+        continue;
+      }
+      switch (kind) {
+        case MISSING:
+        case NULL:
+          copyAscii(out, 'null');
+          continue;
+        case TRUE:
+          copyAscii(out, 'true');
+          continue;
+        case FALSE:
+          copyAscii(out, 'false');
+          continue;
+        case STRING:
+        case STRING_ESCAPED:
+          // With its quotes (the slot holds the text between them).
+          s--;
+          e++;
+          break;
+      }
+      // A string, number, object or array: its bytes as the document holds them (the scan checked their grammar).
+      const len = e - s;
+      out.ensure(len);
+      const o = out.buf;
+      const b = this.#buf;
+      let at = out.len;
+      if (len <= 64) {
+        for (let j = s; j < e; j++) o[at++] = b[j]!;
+      } else {
+        o.set(b.subarray(s, e), at);
+        at += len;
+      }
+      out.len = at;
+    }
+    out.ensure(1);
+    out.buf[out.len++] = 0x5d;
+  }
+
+  // The publication time of the last UUID written as JSON (documents of one commit share their millisecond).
+  #lastJsonMs = NaN;
+  #lastJson = 'null';
+
+  /** The JSON text (`"<ISO time>"`, or `null`) of the publication time of the UUID in a slot. */
+  #publishedAtJson(kind: number, s: number, e: number): string {
+    if (kind !== STRING && kind !== STRING_ESCAPED) return 'null';
+    const ms = kind === STRING ? uuidMillisOfBytes(this.#buf, s, e) : uuidMillis(JSON.parse(this.#text(s - 1, e + 1)) as string);
+    if (ms === undefined) return 'null';
+    if (ms !== this.#lastJsonMs) {
+      this.#lastJson = `"${new Date(ms).toISOString()}"`;
+      this.#lastJsonMs = ms;
+    }
+    return this.#lastJson;
   }
 
   #ws(i: number): number {
@@ -533,6 +638,14 @@ class Scanner implements BytePacker {
     o[at++] = 0x00;
     out.len = at;
   }
+}
+
+function copyAscii(out: ByteSink, text: string): void {
+  out.ensure(text.length);
+  const o = out.buf;
+  let at = out.len;
+  for (let j = 0; j < text.length; j++) o[at++] = text.charCodeAt(j);
+  out.len = at;
 }
 
 function hexValue(c: number): number {

@@ -7,6 +7,7 @@ import { TupleWriter, type TupleValue } from './tuple.ts';
 import { stringifyDocument } from './documents.ts';
 import { pointerResolver } from './json-pointer.ts';
 import { uuidMillis } from './uuid.ts';
+import { jsonFieldText } from './json-values.ts';
 
 export interface Packer {
   /** The packed key (FoundationDB tuple bytes): compared as bytes for the load optimization. */
@@ -19,6 +20,10 @@ export interface Packer {
   valuesView(doc: JsonValue): Uint8Array;
   /** The key's packed bytes, as valuesView. */
   keyView(doc: JsonValue): Uint8Array;
+  /** The key as a JSON array (`key`, json-values.ts): decodes to the tuple values keyView packs. */
+  keyJson(doc: JsonValue): string;
+  /** The values as a JSON array (`values`), as keyJson. */
+  valuesJson(doc: JsonValue): string;
 }
 
 const ENCODER = new TextEncoder();
@@ -32,7 +37,8 @@ export function tupleValueOf(v: JsonValue | bigint | undefined): TupleValue {
   return ENCODER.encode(stringifyDocument(v as JsonValue));
 }
 
-function extractor(p: Projection): (doc: JsonValue) => TupleValue {
+/** A field's value in a document: as it is there, or for `flow_published_at` the ISO time of its UUID (null for none). */
+function fieldValue(p: Projection): (doc: JsonValue) => JsonValue | bigint | undefined {
   const ptr = p.ptr ?? '';
   const at = pointerResolver(ptr);
   if (p.field === 'flow_published_at' || (ptr === '/_meta/uuid' && p.inference?.string?.format === 'date-time')) {
@@ -51,19 +57,31 @@ function extractor(p: Projection): (doc: JsonValue) => TupleValue {
       return lastIso;
     };
   }
-  return (doc) => tupleValueOf(at(doc));
+  return at as (doc: JsonValue) => JsonValue | bigint | undefined;
+}
+
+function extractor(p: Projection): (doc: JsonValue) => TupleValue {
+  const value = fieldValue(p);
+  return (doc) => tupleValueOf(value(doc));
 }
 
 /** Fields are named by projection; a field without one is an error naming it and the collection. */
 export function createPacker(collection: CollectionSpec, selection: FieldSelection): Packer {
   const byField = new Map((collection.projections ?? []).map((p) => [p.field, p]));
-  const get = (field: string) => {
+  const projection = (field: string) => {
     const p = byField.get(field);
     if (p === undefined) throw new Error(`field "${field}" of the field selection is not a projection of collection "${collection.name}"`);
-    return extractor(p);
+    return p;
   };
-  const keys = (selection.keys ?? []).map(get);
-  const values = (selection.values ?? []).map(get);
+  const keys = (selection.keys ?? []).map((f) => extractor(projection(f)));
+  const values = (selection.values ?? []).map((f) => extractor(projection(f)));
+  const keyFields = (selection.keys ?? []).map((f) => fieldValue(projection(f)));
+  const valueFields = (selection.values ?? []).map((f) => fieldValue(projection(f)));
+  const json = (fs: ((doc: JsonValue) => JsonValue | bigint | undefined)[], doc: JsonValue): string => {
+    let out = '[';
+    for (let i = 0; i < fs.length; i++) out += (i === 0 ? '' : ',') + jsonFieldText(fs[i]!(doc));
+    return out + ']';
+  };
   // One packing buffer and one row array per list, reused for every document (each is packed at once).
   const writer = new TupleWriter();
   const keyRow = new Array<TupleValue>(keys.length);
@@ -78,5 +96,7 @@ export function createPacker(collection: CollectionSpec, selection: FieldSelecti
     values: (doc) => writer.pack(row(values, valueRow, doc)).base64(),
     valuesView: (doc) => writer.pack(row(values, valueRow, doc)).view(),
     keyView: (doc) => writer.pack(row(keys, keyRow, doc)).view(),
+    keyJson: (doc) => json(keyFields, doc),
+    valuesJson: (doc) => json(valueFields, doc),
   };
 }
