@@ -21,6 +21,7 @@ import { runCatalogTest, type TestOutcome } from './tasks/catalog-tests.ts';
 import { Launcher } from './tasks/launcher.ts';
 import { materializeInThread, prepareMaterialization, releasePreparedMaterialization, runMaterializeSession, unaryInPrepared, type PreparedMaterialization } from './tasks/materialize.ts';
 import { TaskRunner } from './tasks/runner.ts';
+import { releaseMaterializationThread } from './tasks/materialize-threads.ts';
 
 export interface LocalPlaneOptions {
   catalogFile: string;
@@ -103,6 +104,8 @@ export class LocalPlane {
       // awaited: they only exit.
       void this.launcher.releaseSpares();
       this.#releasePrepared();
+      // The thread serve or start began ahead (cli/main.ts), when no new materialization took it.
+      releaseMaterializationThread();
     }
   }
 

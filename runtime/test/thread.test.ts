@@ -4,9 +4,14 @@
 // until it exits.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { rebuildError, serveThread, threadModule } from '../src/thread/index.ts';
 import type { Thread } from '../src/thread/index.ts';
-import { until } from '../src/testing/index.ts';
+import { until, within } from '../src/testing/index.ts';
 import type { EchoIn, EchoOut } from './fixtures/thread-echo.ts';
 
 const echo = threadModule<EchoIn, EchoOut>(new URL('./fixtures/thread-echo.ts', import.meta.url), { name: 'the echo thread' });
@@ -114,6 +119,31 @@ test('the prestarted thread is taken once; a released or dead one is replaced', 
   await fresh.terminate();
   // The released spare's exit is counted when it comes.
   await until('the released spare thread to exit', () => echo.live() === 0);
+});
+
+test('an idle thread, prestarted or started, does not keep its process from exiting (hold() does)', async () => {
+  // Real processes: the test runner's own event loop would hide a handle left referenced.
+  const host = JSON.stringify(new URL('../src/thread/index.ts', import.meta.url).href);
+  const fixture = JSON.stringify(new URL('./fixtures/thread-echo.ts', import.meta.url).href);
+  const run = async (what: string, code: string): Promise<{ code: number | null; stderr: string }> => {
+    // A module file, not `-e` with --input-type=module: a thread inherits that flag, and its CommonJS bootstrap then fails.
+    const file = join(mkdtempSync(join(tmpdir(), 'sluice-thread-')), 'child.mjs');
+    writeFileSync(file, `const { threadModule } = await import(${host}); const m = threadModule(new URL(${fixture}), { name: 't' }); ${code}`);
+    const p = spawn(process.execPath, [file], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    p.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+    // A guard against a hang, not a timing: a process whose thread is idle exits as soon as its module ends.
+    const [exit] = await within(`the process with ${what} to exit`, once(p, 'exit'), { ms: 30_000, detail: () => stderr, onTimeout: () => p.kill('SIGKILL') }) as [number | null];
+    rmSync(dirname(file), { recursive: true, force: true });
+    return { code: exit, stderr };
+  };
+  for (const [what, code] of [['a prestarted idle thread', 'm.prestart();'], ['a started idle thread', 'const t = m.start(); t.onEnd((f) => { if (f) throw f; });']] as const) {
+    const r = await run(what, code);
+    assert.deepEqual(r, { code: 0, stderr: '' });
+  }
+  // One held (it owes an answer) keeps the process alive until released.
+  const held = await run('a held thread', "const t = m.start(); t.hold(); setTimeout(() => { process.stderr.write('released'); t.release(); }, 300);");
+  assert.deepEqual(held, { code: 0, stderr: 'released' });
 });
 
 test('serveThread outside a thread says so', () => {

@@ -8,15 +8,23 @@ interface CommandEntry {
   run: string;
   /** Overrides the module's exported `description`. */
   description?: string;
+  /** Starts, before the command's modules load, what it will need first (not for --help). */
+  ahead?: () => Promise<void>;
 }
+
+// serve and start publish a catalog at once: its first materialization's thread boots while the plane loads.
+const materializationThreadAhead = async () => {
+  const { prestartMaterializationThread } = await import('../tasks/materialize-threads.ts');
+  prestartMaterializationThread();
+};
 
 export const COMMANDS: Record<string, CommandEntry> = {
   connectors: { load: () => import('./connectors.ts'), run: 'connectorsCommand' },
   raw: { load: () => import('./raw.ts'), run: 'rawCommand' },
   preview: { load: () => import('./preview.ts'), run: 'previewCommand' },
   test: { load: () => import('./test.ts'), run: 'testCommand' },
-  serve: { load: () => import('./serve.ts'), run: 'serveCommand' },
-  start: { load: () => import('./start.ts'), run: 'startCommand' },
+  serve: { load: () => import('./serve.ts'), run: 'serveCommand', ahead: materializationThreadAhead },
+  start: { load: () => import('./start.ts'), run: 'startCommand', ahead: materializationThreadAhead },
   token: { load: () => import('./token.ts'), run: 'runTokenCommand', description: 'create a refresh token for the control-plane API (token create)' },
 };
 
@@ -63,6 +71,7 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`sluice: unknown command ${JSON.stringify(name)}\n\n${await usage()}\n`);
     return 2;
   }
+  if (entry.ahead !== undefined && !rest.includes('--help') && !rest.includes('-h')) await entry.ahead();
   const mod = await entry.load();
   const run = mod[entry.run];
   if (typeof run !== 'function') throw new Error(`sluice: command ${name} does not export ${entry.run}()`);

@@ -12,7 +12,8 @@ import {
   type MaterializeRequest, type MaterializeResponse, type RuntimeCheckpoint, resolvePointer, timestampTicks, uuidTicks,
 } from '@sluice/runtime';
 import { runMaterializeDriver, type ConnectorTarget, type MaterializeDriverOptions } from '@sluice/runtime/host';
-import { rebuildError, serializeError, threadModule, type Thread } from '@sluice/runtime/thread';
+import { rebuildError, serializeError, type Thread } from '@sluice/runtime/thread';
+import { materializeThreads } from './materialize-threads.ts';
 import { createReducer, isLastWriteWins, type Reducer } from '../catalog/reduce.ts';
 import type { JournalInfo, JournalStore } from '../journals/store.ts';
 import { encodePartitionValue } from '../journals/names.ts';
@@ -83,12 +84,6 @@ export function materializeInThread(target: ConnectorTarget, hooks: SessionHooks
   return c;
 }
 
-const materializeThreads = threadModule<ToThread, FromThread>(new URL('./materialize-thread.ts', import.meta.url), {
-  name: 'the materialization thread',
-  // As the plane's own flags (package.json nodeFlags: --max-semi-space-size=4): a thread's heap is its own.
-  resourceLimits: { maxYoungGenerationSizeMb: 12 },
-});
-
 /** A materialization's thread and first connector, started ahead of its session (prepareMaterialization). */
 export interface PreparedMaterialization {
   readonly task: string;
@@ -132,10 +127,12 @@ let unaryIds = 0;
  */
 export function unaryInPrepared(p: PreparedMaterialization, request: MaterializeRequest, variant: string): Promise<JsonObject> {
   const id = unaryIds++;
-  return new Promise((resolve, reject) => {
+  // The thread owes an answer: it keeps the process alive until then (an idle thread does not).
+  p.thread.hold();
+  return new Promise<JsonObject>((resolve, reject) => {
     p.pending.set(id, { resolve, reject });
     p.thread.post({ t: 'unary', id, request, variant });
-  });
+  }).finally(() => p.thread.release());
 }
 
 /** Ends a prepared thread no session took: it stops its connector first (which has read no request), then ends. */

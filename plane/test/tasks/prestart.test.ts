@@ -1,4 +1,5 @@
-// Connectors started ahead of their sessions (Launcher.prestart, prepareMaterialization; issue 16's start-up):
+// Connectors started ahead of their sessions (Launcher.prestart, prepareMaterialization, the materialization
+// thread serve and start begin before loading the plane; issue 16's start-up):
 // a session takes a prestarted process of its own task and target, and every process a publication started
 // ahead is either used or stopped — none is left running after the publication (failed or not) or the plane.
 import assert from 'node:assert/strict';
@@ -14,6 +15,7 @@ import type { EndpointRef } from '../../src/catalog/types.ts';
 import { LocalPlane } from '../../src/plane.ts';
 import { Launcher, unary } from '../../src/tasks/launcher.ts';
 import { MemoryRecorder } from '../../src/tasks/memory-recorder.ts';
+import { materializeThreads, prestartMaterializationThread } from '../../src/tasks/materialize-threads.ts';
 import { tempDir } from '../journals/helpers.ts';
 
 const SQLITE_BIN = 'materialize-sqlite.js';
@@ -37,11 +39,11 @@ function children(bin: string): number[] {
   return out;
 }
 
-/** Rows in the `rows` table of the SQLite file `db` (0 while it cannot be read yet). */
-function sqliteRows(db: string): number {
+/** Rows in the `table` of the SQLite file `db` (0 while it cannot be read yet). */
+function sqliteRows(db: string, table = 'rows'): number {
   try {
     const d = new DatabaseSync(db, { readOnly: true });
-    try { return Number((d.prepare('SELECT count(*) AS n FROM rows').get() as { n: number }).n); } finally { d.close(); }
+    try { return Number((d.prepare(`SELECT count(*) AS n FROM "${table}"`).get() as { n: number }).n); } finally { d.close(); }
   } catch {
     return 0;
   }
@@ -236,4 +238,60 @@ test('a new task\'s validate, apply and session run in one connector process (ca
     await plane.close();
   }
   await until('no source-http-file process after close', () => children(HTTP_FILE_BIN).length === 0);
+});
+
+test('the materialization thread serve and start begin ahead is the one a new materialization takes; a publication without one ends it', async (t) => {
+  const dir = tempDir(t);
+  const catalog = join(dir, 'flow.yaml');
+  const greetings = `
+collections:
+  acmeCo/greetings:
+    schema: {type: object, properties: {id: {type: string}, greeting: {type: string}, n: {type: integer}}, required: [id, greeting, n]}
+    key: [/id]
+captures:
+  acmeCo/source-test:
+    interval: 1h
+    endpoint:
+      local:
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
+        config: {apiKey: k, count: 3}
+    bindings:
+      - resource: {name: alpha}
+        target: acmeCo/greetings
+`;
+  // No materialization: the thread started ahead is ended by the publication.
+  writeFileSync(catalog, greetings);
+  const before = materializeThreads.spawned();
+  prestartMaterializationThread();
+  assert.equal(materializeThreads.spawned(), before + 1);
+  const bare = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'bare'), recorder: new MemoryRecorder() });
+  try {
+    assert.equal((await bare.publish()).result, 'success');
+    await until('the unused thread to end', () => materializeThreads.live() === 0, { detail: () => `${materializeThreads.live()} thread(s) live` });
+  } finally {
+    await bare.close();
+  }
+
+  // A new materialization: its validate, apply and session run on the thread started ahead, and no other starts.
+  writeFileSync(catalog, `${greetings}materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
+    bindings:
+      - source: acmeCo/greetings
+        resource: {table: greetings}
+`);
+  prestartMaterializationThread();
+  const ahead = materializeThreads.spawned();
+  const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });
+  try {
+    const result = await plane.publish();
+    assert.equal(result.result, 'success', result.errors.join('; '));
+    await until('the three greetings in the table', () => sqliteRows(join(dir, 'out.db'), 'greetings') === 3);
+    assert.equal(materializeThreads.spawned(), ahead, 'the publication and the session took the thread started ahead');
+    assert.equal(materializeThreads.live(), 1);
+  } finally {
+    await plane.close();
+  }
+  await until('no materialization thread after close', () => materializeThreads.live() === 0);
 });

@@ -32,8 +32,6 @@ export class Thread<In, Out> {
 
   constructor(worker: Worker, options: ThreadOptions) {
     this.#worker = worker;
-    // Never keeps the process alive by itself (see hold()).
-    worker.unref();
     worker.on('message', (m: Out) => {
       if (this.#onMessage !== null) this.#onMessage(m);
       else this.#queued.push(m);
@@ -47,6 +45,9 @@ export class Thread<In, Out> {
     worker.on('exit', (code) => {
       this.#end(this.#terminating ? undefined : (options.exitError?.(code) ?? new Error(`${options.name} exited unexpectedly (exit code ${code})`)));
     });
+    // Never keeps the process alive by itself (see hold()). After the listeners: adding a 'message' listener
+    // refs a worker again (Node), so an idle thread unref'd before it kept its process from exiting.
+    worker.unref();
   }
 
   /** Whether the thread has failed or exited (posting to it does nothing). */
@@ -118,6 +119,8 @@ export interface ThreadModule<In, Out> {
   releasePrestarted(): void;
   /** Threads started and not yet exited (tests check that every way out ends them). */
   live(): number;
+  /** Threads started so far, prestarted ones included (tests: which start a thread and which take one). */
+  spawned(): number;
   /** Terminates every running thread as if it had died (tests). */
   killAll(): Promise<void>;
 }
@@ -126,7 +129,9 @@ export interface ThreadModule<In, Out> {
 export function threadModule<In, Out>(moduleUrl: URL | string, options: ThreadOptions): ThreadModule<In, Out> {
   const running = new Set<Thread<In, Out>>();
   let spare: Thread<In, Out> | undefined;
+  let spawned = 0;
   const spawn = (): Thread<In, Out> => {
+    spawned++;
     // The bootstrap turns on the main thread's compile cache before the module loads (threadBootSource).
     const worker = new Worker(threadBootSource(moduleUrl), {
       eval: true, stdout: false, stderr: false, ...(options.resourceLimits ? { resourceLimits: options.resourceLimits } : {}),
@@ -153,6 +158,7 @@ export function threadModule<In, Out>(moduleUrl: URL | string, options: ThreadOp
       void taken?.terminate();
     },
     live: () => running.size,
+    spawned: () => spawned,
     async killAll() {
       await Promise.all([...running].map((t) => t.kill()));
     },
