@@ -15,6 +15,7 @@ import { MATERIALIZE_REQUESTS, MATERIALIZE_SCAN, decodeLoad, decodeStore, fastRe
 import type { DecodedLoad, DecodedStore } from '../src/connector/types.ts';
 import { parseEnvelope } from '../src/protocol/envelope.ts';
 import { packTupleBase64 } from '../src/protocol/tuple.ts';
+import { lineSession } from '../src/testing/line-session.ts';
 
 const collection: CollectionSpec = {
   name: 'a/things',
@@ -237,14 +238,9 @@ describe('materialize driver: combine and store lines', () => {
  */
 function decoding(existing: Map<string, JsonValue>, bindings: number): { session: DriverSession<MaterializeRequest, MaterializeResponse>; got: unknown[] } {
   const got: unknown[] = [];
-  const queue: MaterializeResponse[] = [];
-  let wake: (() => void) | undefined;
   let loads: DecodedLoad[] = [];
   let n = 0;
-  const push = (r: MaterializeResponse) => {
-    queue.push(r);
-    wake?.();
-  };
+  const push = (r: MaterializeResponse) => mem.respond(r);
   const onLine = (text: string) => {
     const line = { text, line: ++n };
     const fast = fastRequest(line, bindings);
@@ -270,24 +266,8 @@ function decoding(existing: Map<string, JsonValue>, bindings: number): { session
       push({ flushed: {} } as MaterializeResponse);
     } else if (env.variant === 'startCommit') push({ startedCommit: {} } as MaterializeResponse);
   };
-  const text = (s: string) => {
-    for (const l of s.split('\n')) if (l !== '') onLine(l);
-  };
-  const session: DriverSession<MaterializeRequest, MaterializeResponse> = {
-    send: async (r) => text(`${stringifyDocument(r as unknown as JsonValue)}\n`),
-    sendLine: async (line) => text(line),
-    sendLines: async (bytes, written) => {
-      text(Buffer.from(bytes).toString('utf8'));
-      written(null);
-    },
-    recv: async () => {
-      while (queue.length === 0) await new Promise<void>((resolve) => { wake = resolve; });
-      return queue.shift();
-    },
-    close: async () => undefined,
-    kill: () => undefined,
-  };
-  return { session, got };
+  const mem = lineSession(onLine);
+  return { session: mem.session, got };
 }
 
 describe('materialize driver: keys and values as JSON (jsonKeys) reach the transactor as the packed form does', () => {

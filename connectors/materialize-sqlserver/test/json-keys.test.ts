@@ -9,10 +9,11 @@ import assert from 'node:assert/strict';
 import { SqlTransactor, buildTable } from '@sluice/materialize-sql';
 import type { BulkTarget, Connection, PreparedStatement, SqlParam, SqlRow, Table } from '@sluice/materialize-sql';
 import {
-  MATERIALIZE_REQUESTS, MATERIALIZE_SCAN, decodeLoad, decodeStore, fastRequest, parseEnvelope, stringifyDocument,
+  MATERIALIZE_REQUESTS, MATERIALIZE_SCAN, decodeLoad, decodeStore, fastRequest, parseEnvelope,
 } from '@sluice/runtime';
-import type { DecodedLoad, DecodedStore, JsonValue, MaterializeRequest, MaterializeResponse } from '@sluice/runtime';
-import { MAX_KEY_UNKNOWN, runMaterializeDriver, type DriverSession } from '@sluice/runtime/host';
+import type { DecodedLoad, DecodedStore, MaterializeResponse } from '@sluice/runtime';
+import { MAX_KEY_UNKNOWN, runMaterializeDriver } from '@sluice/runtime/host';
+import { lineSession } from '@sluice/runtime/testing';
 import { createSqlServerDialect } from '../src/sqlserver-dialect.ts';
 import { bulkColumn } from '../src/sqlserver-client.ts';
 import { FIXTURE } from './fixture.ts';
@@ -118,34 +119,13 @@ function transactions(): { binding: number; text: string }[][] {
 /** The request lines the driver writes for the transactions, in either form (the connector answers as one with no rows). */
 async function requestLines(jsonKeys: boolean): Promise<string[]> {
   const lines: string[] = [];
-  const queue: MaterializeResponse[] = [];
-  let wake: (() => void) | undefined;
-  const onLine = (line: string) => {
+  const mem = lineSession((line) => {
     lines.push(line);
     const variant = line.slice(2, line.indexOf('"', 2));
     const answer = { open: 'opened', acknowledge: 'acknowledged', flush: 'flushed', startCommit: 'startedCommit' }[variant];
-    if (answer !== undefined) {
-      queue.push({ [answer]: {} } as unknown as MaterializeResponse);
-      wake?.();
-    }
-  };
-  const text = (s: string) => {
-    for (const l of s.split('\n')) if (l !== '') onLine(l);
-  };
-  const session: DriverSession<MaterializeRequest, MaterializeResponse> = {
-    send: async (r) => text(`${stringifyDocument(r as unknown as JsonValue)}\n`),
-    sendLine: async (line) => text(line),
-    sendLines: async (bytes, written) => {
-      text(Buffer.from(bytes).toString('utf8'));
-      written(null);
-    },
-    recv: async () => {
-      while (queue.length === 0) await new Promise<void>((resolve) => { wake = resolve; });
-      return queue.shift();
-    },
-    close: async () => undefined,
-    kill: () => undefined,
-  };
+    if (answer !== undefined) mem.respond({ [answer]: {} } as unknown as MaterializeResponse);
+  });
+  const { session } = mem;
   const txns = transactions();
   let next = 0;
   await runMaterializeDriver({

@@ -176,6 +176,11 @@ function bindingAt(text: string, at: number): { binding: number; next: number } 
   return { binding: Number(text.slice(at + 10, pos)), next: pos + 1 };
 }
 
+/** bindingAt when the members at `at` begin with `"binding"`, else binding 0 with its members starting at `at`. */
+function bindingPrefix(text: string, at: number): { binding: number; next: number } | undefined {
+  return text.charCodeAt(at + 1) === 0x62 /* b */ ? bindingAt(text, at) : { binding: 0, next: at };
+}
+
 /**
  * A packed member's string value at `at` (just after its opening quote): the text up to the next `"`, and the
  * position of that quote; undefined when none. The text is taken as the value without checking its characters:
@@ -194,14 +199,9 @@ function packedAt(text: string, at: number): { packed: string; end: number } | u
  * otherwise; below `bindingCount`), then `"keyPacked":"…` with a non-empty value; `end` is at its closing quote.
  */
 function keyAt(text: string, at: number, bindingCount: number): { binding: number; packed: string; end: number } | undefined {
-  let pos = at;
-  let binding = 0;
-  if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
-    const b = bindingAt(text, pos);
-    if (b === undefined) return undefined;
-    binding = b.binding;
-    pos = b.next;
-  }
+  const b = bindingPrefix(text, at);
+  if (b === undefined) return undefined;
+  const { binding, next: pos } = b;
   if (binding >= bindingCount || !text.startsWith('"keyPacked":"', pos)) return undefined;
   const k = packedAt(text, pos + 13);
   if (k === undefined || k.packed === '') return undefined;
@@ -213,14 +213,9 @@ function keyAt(text: string, at: number, bindingCount: number): { binding: numbe
  * `"key":[…]` with at least one element read by scanJsonTuple; `end` is after its `]`.
  */
 function jsonKeyAt(text: string, at: number, bindingCount: number): { binding: number; key: TupleValue[]; end: number } | undefined {
-  let pos = at;
-  let binding = 0;
-  if (text.charCodeAt(pos + 1) === 0x62 /* b */) {
-    const b = bindingAt(text, pos);
-    if (b === undefined) return undefined;
-    binding = b.binding;
-    pos = b.next;
-  }
+  const b = bindingPrefix(text, at);
+  if (b === undefined) return undefined;
+  const { binding, next: pos } = b;
   if (binding >= bindingCount || !text.startsWith('"key":', pos)) return undefined;
   const key: TupleValue[] = [];
   const end = scanJsonTuple(text, pos + 6, key);

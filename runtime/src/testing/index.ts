@@ -3,3 +3,4 @@ export * from './test-capture.ts';
 export * from './test-materialize.ts';
 export * from './until.ts';
 export * from './processes.ts';
+export * from './line-session.ts';
