@@ -22,6 +22,34 @@ const SQLITE_BIN = 'materialize-sqlite.js';
 const HTTP_FILE_BIN = 'source-http-file.js';
 const TEST_CAPTURE = fileURLToPath(new URL('../../../runtime/bin/sluice-test-capture.js', import.meta.url));
 
+/** The test capture of three greetings, and with `toSqlite` their materialization into `<dir>/out.db`. */
+function greetingsCatalog(dir: string, opts: { toSqlite: boolean }): string {
+  const capture = `
+collections:
+  acmeCo/greetings:
+    schema: {type: object, properties: {id: {type: string}, greeting: {type: string}, n: {type: integer}}, required: [id, greeting, n]}
+    key: [/id]
+captures:
+  acmeCo/source-test:
+    interval: 1h
+    endpoint:
+      local:
+        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
+        config: {apiKey: k, count: 3}
+    bindings:
+      - resource: {name: alpha}
+        target: acmeCo/greetings
+`;
+  return opts.toSqlite ? `${capture}materializations:
+  acmeCo/to-sqlite:
+    endpoint:
+      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
+    bindings:
+      - source: acmeCo/greetings
+        resource: {table: greetings}
+` : capture;
+}
+
 /** The pids of this process's children that run `bin` (a connector's bin file name). */
 function children(bin: string): number[] {
   const out: number[] = [];
@@ -134,29 +162,7 @@ test('a publication whose validate fails leaves none of the connectors it starte
 test('a publication that starts its tasks uses what it started ahead; closing the plane stops the sessions', async (t) => {
   const dir = tempDir(t);
   const catalog = join(dir, 'flow.yaml');
-  writeFileSync(catalog, `
-collections:
-  acmeCo/greetings:
-    schema: {type: object, properties: {id: {type: string}, greeting: {type: string}, n: {type: integer}}, required: [id, greeting, n]}
-    key: [/id]
-captures:
-  acmeCo/source-test:
-    interval: 1h
-    endpoint:
-      local:
-        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
-        config: {apiKey: k, count: 3}
-    bindings:
-      - resource: {name: alpha}
-        target: acmeCo/greetings
-materializations:
-  acmeCo/to-sqlite:
-    endpoint:
-      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
-    bindings:
-      - source: acmeCo/greetings
-        resource: {table: greetings}
-`);
+  writeFileSync(catalog, greetingsCatalog(dir, { toSqlite: true }));
   const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });
   try {
     const result = await plane.publish();
@@ -243,24 +249,8 @@ test('a new task\'s validate, apply and session run in one connector process (ca
 test('the materialization thread serve and start begin ahead is the one a new materialization takes; a publication without one ends it', async (t) => {
   const dir = tempDir(t);
   const catalog = join(dir, 'flow.yaml');
-  const greetings = `
-collections:
-  acmeCo/greetings:
-    schema: {type: object, properties: {id: {type: string}, greeting: {type: string}, n: {type: integer}}, required: [id, greeting, n]}
-    key: [/id]
-captures:
-  acmeCo/source-test:
-    interval: 1h
-    endpoint:
-      local:
-        command: [${JSON.stringify(process.execPath)}, ${JSON.stringify(TEST_CAPTURE)}]
-        config: {apiKey: k, count: 3}
-    bindings:
-      - resource: {name: alpha}
-        target: acmeCo/greetings
-`;
   // No materialization: the thread started ahead is ended by the publication.
-  writeFileSync(catalog, greetings);
+  writeFileSync(catalog, greetingsCatalog(dir, { toSqlite: false }));
   const before = materializeThreads.spawned();
   prestartMaterializationThread();
   assert.equal(materializeThreads.spawned(), before + 1);
@@ -273,14 +263,7 @@ captures:
   }
 
   // A new materialization: its validate, apply and session run on the thread started ahead, and no other starts.
-  writeFileSync(catalog, `${greetings}materializations:
-  acmeCo/to-sqlite:
-    endpoint:
-      sqlite: {path: ${JSON.stringify(join(dir, 'out.db'))}}
-    bindings:
-      - source: acmeCo/greetings
-        resource: {table: greetings}
-`);
+  writeFileSync(catalog, greetingsCatalog(dir, { toSqlite: true }));
   prestartMaterializationThread();
   const ahead = materializeThreads.spawned();
   const plane = new LocalPlane({ catalogFile: catalog, dataDir: join(dir, 'data'), recorder: new MemoryRecorder() });

@@ -225,7 +225,6 @@ interface Plan {
   reduce: ReduceFn | undefined;
   window: DriverBindingOptions['window'];
   uuidAt: ((doc: JsonValue | undefined) => JsonValue | undefined) | undefined;
-  prefix: string;
   /** A load line up to its key: `{"load":{"binding":N,"keyPacked":"` (JSON form: `…"key":`). */
   loadHead: string;
   /** A store line up to its key, as loadHead. */
@@ -258,6 +257,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
   const json = o.jsonKeys === true;
   const plans: Plan[] = specBindings.map((b, index) => {
     const extra = o.bindingOptions?.(index) ?? {};
+    const bindingMember = index === 0 ? '' : `"binding":${index},`;
+    const keyMember = json ? '"key":' : '"keyPacked":"';
     return {
       index,
       packer: createPacker(b.collection, b.fieldSelection ?? {}),
@@ -267,9 +268,8 @@ export async function runMaterializeDriver(o: MaterializeDriverOptions): Promise
       reduce: extra.reduce,
       window: extra.window,
       uuidAt: extra.window ? pointerResolver(extra.window.uuidPtr) : undefined,
-      prefix: index === 0 ? '' : `"binding":${index},`,
-      loadHead: `{"load":{${index === 0 ? '' : `"binding":${index},`}${json ? '"key":' : '"keyPacked":"'}`,
-      storeHead: `{"store":{${index === 0 ? '' : `"binding":${index},`}${json ? '"key":' : '"keyPacked":"'}`,
+      loadHead: `{"load":{${bindingMember}${keyMember}`,
+      storeHead: `{"store":{${bindingMember}${keyMember}`,
     };
   });
   const recv = async (awaiting: string): Promise<MaterializeResponse> => {
